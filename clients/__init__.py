@@ -1,0 +1,1 @@
+"""Clients and bots for All Fours Arena."""

@@ -1,0 +1,1 @@
+"""All Fours Arena: the rules engine (``service.engine``) and the game service around it."""

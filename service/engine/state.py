@@ -1,0 +1,123 @@
+"""The state of one game: plain data, JSON in and out without loss.
+
+A ``State`` is a snapshot between two actions. The engine never mutates a state it was
+given: ``game.apply`` clones it first. Lists inside a state are never changed in place,
+only replaced (copy on write), so a clone is one dict copy that shares every list. That
+keeps an action to a few microseconds, which is what lets search bots run thousands of
+simulations a move.
+
+Seats are numbered in the order play moves (R3); team of a seat: ``team_of``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .variants import DEFAULT_VARIANTS, Variants
+
+# Phases. Each names the decision the seat in ``turn`` must make (R7), or the end.
+STAND_OR_BEG = "stand_or_beg"  # the beggar: stand or beg (R8)
+GIVE_ONE_OR_RUN = "give_one_or_run"  # the dealer, after a beg: give one or run the pack (R9)
+PLAY = "play"  # the seat in turn plays a card (R12–R16)
+OVER = "over"  # a team reached the target (R22)
+
+# What the beggar decided this hand (``State.beg``).
+BEG_PENDING, STOOD, BEGGED, GAVE_ONE, RAN_PACK = None, "stood", "begged", "gave_one", "ran_pack"
+
+_FORMAT = 1  # bump when the saved form changes incompatibly
+
+
+def team_of(seat: int) -> int:
+    """R1/R3: partners sit opposite (0 and 2, 1 and 3); with 2 players each seat is a team."""
+    return seat & 1
+
+
+def partner_of(seat: int, players: int) -> int | None:
+    return (seat + 2) % 4 if players == 4 else None
+
+
+def seats_of(team: int, players: int) -> list[int]:
+    return [s for s in range(players) if s & 1 == team]
+
+
+class State:
+    """One game between two actions. Attributes are plain JSON data (ints, lists, None,
+    strings) except ``variants``; see the module docstring for the copy-on-write rule."""
+
+    players: int
+    seed: int
+    variants: Variants
+    first_dealer: int
+    ply: int  # actions applied so far
+    scores: list[int]  # per team
+    hand_no: int  # 0 for the first hand
+    deal_no: int  # 0, then 1, 2, … after each redeal of this hand (R11)
+    dealer: int
+    phase: str
+    turn: int  # seat to act; -1 when the game is over
+    hands: list[int]  # card mask per seat: what it holds now
+    dealt: list[int]  # card mask per seat: all it was dealt this deal, runs included
+    stock: list[int]  # undealt cards, next card first
+    kicks: list[int]  # cards turned up this deal, in order (R5, R9, R11)
+    beg: str | None
+    trump: int  # suit, or -1 before it is set
+    leader: int  # seat that led the current trick
+    trick: list[int]  # cards of the current trick, from the leader on
+    tricks: list[list[Any]]  # finished tricks of this hand: [leader, cards, winner]
+    items: list[list[Any]]  # score items of this hand so far: [item, team, points, card]
+    last_items: list[list[Any]]  # score items of the previous hand
+    winner: int | None  # winning team
+
+    def clone(self) -> State:
+        """A copy sharing every list: steps replace lists, never change them in place."""
+        s = State.__new__(State)
+        s.__dict__ = self.__dict__.copy()
+        return s
+
+    @property
+    def beggar(self) -> int:
+        """R8: the player to the dealer's right."""
+        return (self.dealer + 1) % self.players
+
+    @property
+    def is_over(self) -> bool:
+        return self.phase == OVER
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``State.from_dict`` restores the state exactly."""
+        d = self.__dict__.copy()
+        d["v"] = _FORMAT
+        variants = d.pop("variants")
+        if variants is not DEFAULT_VARIANTS and variants != DEFAULT_VARIANTS:
+            d["variants"] = variants.changed()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> State:
+        d = dict(d)
+        if d.pop("v", None) != _FORMAT:
+            raise ValueError("unsupported state format")
+        missing = _FIELDS.difference(d)
+        if missing:
+            raise ValueError(f"state lacks {sorted(missing)}")
+        v = d.pop("variants", None)
+        d["variants"] = Variants.from_dict(v) if v else DEFAULT_VARIANTS
+        s = cls.__new__(cls)
+        s.__dict__ = d
+        return s
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, State):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"<State players={self.players} hand={self.hand_no} phase={self.phase} "
+            f"turn={self.turn} scores={self.scores} ply={self.ply}>"
+        )
+
+
+_FIELDS = frozenset(State.__annotations__) - {"variants"}
