@@ -47,6 +47,12 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .serve import serve
+
+    return serve(args.host, args.port, args.workers, args.data_dir, args.app)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="allfours", description="All Fours Arena")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,6 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--json", action="store_true", help="print one JSON object")
     sim.set_defaults(func=_cmd_simulate)
+    srv = sub.add_parser(
+        "serve",
+        help="run the HTTP service under gunicorn (with an embedded Redis unless REDIS_URL)",
+        description="Run the HTTP service under gunicorn (gevent workers). With REDIS_URL "
+        "set, games live in that Redis; without it, an embedded valkey-server keeps them "
+        "under --data-dir with append-only persistence. Ctrl-C stops both.",
+    )
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    srv.add_argument(
+        "--data-dir",
+        default=None,
+        help="embedded Redis data directory (default $ARENA_DATA_DIR or ./data)",
+    )
+    srv.add_argument("--app", default="service.wsgi:app", help=argparse.SUPPRESS)
+    srv.set_defaults(func=_cmd_serve)
     return parser
 
 

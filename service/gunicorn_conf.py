@@ -1,0 +1,41 @@
+"""gunicorn settings, shared by ``allfours serve``, the Dockerfile and the benchmark.
+
+Load with ``gunicorn -c python:service.gunicorn_conf service.wsgi:app``; command-line flags
+(``--bind``, ``--workers``) override these values, and so does ``GUNICORN_CMD_ARGS``.
+
+Why the **gevent** worker class: a bot waiting for its turn holds a request open — a
+long-poll for up to N seconds, or an SSE stream for the whole game. A sync worker spends a
+whole process on each open request, so two workers would serve two waiting bots and
+everyone else would queue; a threaded worker spends an OS thread (and its stack) on each.
+gevent runs each request in a greenlet (a few KB) and parks it on the Redis socket
+(pub/sub or a blocking read) until Redis wakes it, so one worker process holds thousands
+of waiting bots while still answering ordinary requests. gunicorn monkey-patches the
+standard library in each worker before the app is imported, which makes the blocking
+redis-py client cooperative without code changes. ``timeout`` is only a heartbeat for
+async workers; it does not cut long requests short.
+"""
+
+from __future__ import annotations
+
+import os
+
+bind = os.environ.get("ARENA_BIND", "0.0.0.0:8000")
+# Two processes per 2-core box: the work is I/O-bound (Redis round trips), so more
+# workers buy little; gevent gives the concurrency within each worker.
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+worker_class = "gevent"
+# Simultaneous open connections per worker (long-polls and streams included).
+worker_connections = int(os.environ.get("ARENA_WORKER_CONNECTIONS", "2000"))
+timeout = 30
+# On SIGTERM, open long-polls get this long to finish before the worker exits; clients
+# retry a cut long-poll, so waiting the full poll length is not worth a slow shutdown.
+graceful_timeout = 5
+keepalive = 5
+# Access logging costs measurable throughput; turn it on with GUNICORN_CMD_ARGS if needed.
+accesslog = None
+errorlog = "-"
+loglevel = os.environ.get("ARENA_LOG_LEVEL", "info")
+proc_name = "allfours-arena"
+# gunicorn 24+ opens a control socket at one fixed path per user; two services on one
+# machine (tests, the statelessness check, the benchmark) would fight over it. Unused here.
+control_socket_disable = True
