@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import os
 
-bind = os.environ.get("ARENA_BIND", "0.0.0.0:8000")
+# ARENA_BIND wins; else all interfaces on $PORT (what containers and PaaS hosts set).
+bind = os.environ.get("ARENA_BIND") or f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 # Two processes per 2-core box: the work is I/O-bound (Redis round trips), so more
 # workers buy little; gevent gives the concurrency within each worker.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))

@@ -1,0 +1,473 @@
+"""``allfours serve``, the Dockerfile and docker-compose.yml, run as real processes.
+
+Why real processes: what matters here is process lifecycle — an embedded valkey-server
+that starts, keeps its data across restarts and never outlives its supervisor; gunicorn
+stopped before Redis. Every wait is bounded and every process is stopped in a finalizer.
+No Docker engine runs in CI, so the container tests run the Dockerfile's and compose
+file's own commands (parsed from the files) as plain processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import pytest
+
+from service.embedded_redis import find_server_binary, free_port, ping
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = "service.wsgi:app"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 30.0
+
+
+# --- small helpers ---------------------------------------------------------------------
+
+
+def resp(port: int, *args: str, host: str = "127.0.0.1") -> object:
+    """Send one command in RESP and return the decoded reply (enough for SET/GET/INFO)."""
+    payload = f"*{len(args)}\r\n".encode()
+    for arg in args:
+        data = arg.encode()
+        payload += b"$%d\r\n%s\r\n" % (len(data), data)
+    with socket.create_connection((host, port), timeout=5) as sock:
+        sock.sendall(payload)
+        return _reply(sock.makefile("rb"))
+
+
+def _reply(reader: BinaryIO) -> object:
+    line = reader.readline().rstrip(b"\r\n")
+    kind, rest = line[:1], line[1:]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        raise RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        size = int(rest)
+        return None if size < 0 else reader.read(size + 2)[:-2].decode()
+    if kind == b"*":
+        return [_reply(reader) for _ in range(int(rest))]
+    raise AssertionError(f"unexpected reply {line!r}")
+
+
+def http_status(url: str, timeout: float = 3.0) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, ppid) of a live process, or None if it is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, ppid = stat.rsplit(")", 1)[1].split()[:2]
+    return None if state in "ZX" else (state, int(ppid))
+
+
+def alive(pid: int) -> bool:
+    return _proc_stat(pid) is not None
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Live descendants of pid (from /proc), mapped to their command lines."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = _proc_stat(int(entry.name))
+            if stat:
+                children.setdefault(stat[1], []).append(int(entry.name))
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found[child] = cmdline(child)
+            todo.append(child)
+    return found
+
+
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGINT) -> int:
+    """Signal proc and wait (bounded); SIGKILL as a last resort so a test never hangs."""
+    if proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+def kill_leftovers(pids: dict[int, str]) -> None:
+    """Finalizer: if a test failed half-way, leave nothing running."""
+    for pid, line in pids.items():
+        if alive(pid) and cmdline(pid) == line:
+            os.kill(pid, signal.SIGKILL)
+
+
+# --- fixtures ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def app_spec(tmp_path: Path) -> tuple[str, dict[str, str]]:
+    """The WSGI app to serve and any extra environment it needs.
+
+    The real ``service.wsgi:app`` is built in parallel with this file; until it exists,
+    a throwaway app with the same /healthz and /readyz contract stands in.
+    """
+    if (ROOT / "service" / "wsgi.py").exists():
+        return APP, {}
+    (tmp_path / "tinyapp.py").write_text(
+        "import os, socket\n"
+        "from urllib.parse import urlparse\n"
+        "def app(environ, start_response):\n"
+        "    status = '200 OK'\n"
+        "    if environ['PATH_INFO'] == '/readyz':\n"
+        "        url = urlparse(os.environ['REDIS_URL'])\n"
+        "        try:\n"
+        "            with socket.create_connection((url.hostname, url.port), 2) as s:\n"
+        "                s.sendall(b'PING\\r\\n')\n"
+        "                ok = s.recv(16).startswith(b'+PONG')\n"
+        "        except OSError:\n"
+        "            ok = False\n"
+        "        status = '200 OK' if ok else '503 Service Unavailable'\n"
+        "    start_response(status, [('Content-Type', 'text/plain')])\n"
+        "    return [b'ok']\n"
+    )
+    return "tinyapp:app", {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[int]:
+    """A private throwaway Redis on a free port (never the shared 6379)."""
+    port = free_port()
+    workdir = tmp_path / "own-redis"
+    workdir.mkdir()
+    proc = subprocess.Popen(
+        [find_server_binary(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+         "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: ping("127.0.0.1", port), 20, "the test's own Redis")
+        yield port
+    finally:
+        stop_process(proc, signal.SIGTERM)
+
+
+class Serve:
+    """One ``allfours serve`` process, its stderr captured to a file."""
+
+    def __init__(
+        self, tmp_path: Path, app: tuple[str, dict[str, str]], data_dir: Path, **env: str
+    ) -> None:
+        self.port = free_port()
+        self.log = tmp_path / f"serve-{uuid.uuid4().hex[:8]}.log"
+        full_env = {**os.environ, **app[1], **env}
+        if "REDIS_URL" not in env:
+            full_env.pop("REDIS_URL", None)
+        command = [
+            sys.executable, "-m", "service.cli", "serve",
+            "--port", str(self.port), "--workers", "1",
+            "--data-dir", str(data_dir), "--app", app[0],
+        ]  # fmt: skip
+        with self.log.open("wb") as log:
+            # Own session: a signal sent to it reaches serve alone, like a terminal's
+            # Ctrl-C reaching the foreground command.
+            self.proc = subprocess.Popen(
+                command, env=full_env, stderr=log, stdout=log, cwd=tmp_path,
+                start_new_session=True,
+            )  # fmt: skip
+        self.seen: dict[int, str] = {}
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def wait_healthy(self) -> None:
+        def up() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited early:\n{self.output()}")
+            return http_status(self.url("/healthz"), 1) == 200
+
+        wait_for(up, START_TIMEOUT, f"/healthz; serve said:\n{self.output()}")
+        self.seen = descendants(self.proc.pid)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def embedded_port(self) -> int:
+        match = re.search(r"embedded valkey-server at redis://127\.0\.0\.1:(\d+)/", self.output())
+        assert match, self.output()
+        return int(match.group(1))
+
+    def stop(self, sig: int = signal.SIGINT) -> int:
+        return stop_process(self.proc, sig)
+
+
+@pytest.fixture
+def serve(tmp_path: Path, app_spec: tuple[str, dict[str, str]]) -> Iterator:
+    """A factory of ``Serve`` processes, all stopped (and their children killed) at teardown."""
+    started: list[Serve] = []
+
+    def start(data_dir: Path | None = None, **env: str) -> Serve:
+        process = Serve(tmp_path, app_spec, data_dir or tmp_path / "data", **env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+        kill_leftovers(process.seen)
+
+
+# --- allfours serve ----------------------------------------------------------------------
+
+
+def test_serve_without_redis_url_starts_embedded_server_and_gunicorn(serve) -> None:
+    service = serve()
+    service.wait_healthy()
+    assert http_status(service.url("/healthz")) == 200
+    assert http_status(service.url("/readyz")) == 200
+    port = service.embedded_port()
+    assert resp(port, "PING") == "PONG"
+    assert resp(port, "CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
+    commands = " | ".join(service.seen.values())
+    assert "valkey-server" in commands and "gunicorn" in commands, commands
+    assert "gevent" in service.output()  # gunicorn logs "Using worker: gevent"
+
+
+def test_games_survive_a_restart_with_the_same_data_dir(serve, tmp_path: Path) -> None:
+    data_dir = tmp_path / "keep"
+    key = f"arena-test:{uuid.uuid4().hex}:game"
+    first = serve(data_dir)
+    first.wait_healthy()
+    assert resp(first.embedded_port(), "SET", key, '{"version": 7}') == "OK"
+    assert first.stop() == 0
+    assert (data_dir / "appendonlydir").is_dir()
+
+    second = serve(data_dir)
+    second.wait_healthy()
+    assert http_status(second.url("/readyz")) == 200
+    assert resp(second.embedded_port(), "GET", key) == '{"version": 7}'
+
+
+def test_ctrl_c_leaves_no_server_or_gunicorn_behind(serve) -> None:
+    service = serve()
+    service.wait_healthy()
+    children = dict(service.seen)
+    assert any("valkey-server" in c for c in children.values()), children
+    assert sum("gunicorn" in c for c in children.values()) >= 2, children  # master + worker
+    port = service.embedded_port()
+
+    assert service.stop(signal.SIGINT) == 0
+    wait_for(lambda: not any(alive(pid) for pid in children), 10, "children to exit")
+    assert not ping("127.0.0.1", port)
+    assert "embedded valkey-server stopped" in service.output()
+
+
+def test_sigterm_stops_cleanly_too(serve) -> None:
+    service = serve()
+    service.wait_healthy()
+    children = dict(service.seen)
+    assert service.stop(signal.SIGTERM) == 0
+    wait_for(lambda: not any(alive(pid) for pid in children), 10, "children to exit")
+
+
+def test_with_redis_url_uses_it_and_starts_no_embedded_server(
+    serve, own_redis: int, tmp_path: Path
+) -> None:
+    before = int(re.search(r"total_connections_received:(\d+)",
+                           str(resp(own_redis, "INFO", "stats"))).group(1))  # fmt: skip
+    service = serve(REDIS_URL=f"redis://127.0.0.1:{own_redis}/0")
+    service.wait_healthy()
+    assert http_status(service.url("/readyz")) == 200
+    after = int(re.search(r"total_connections_received:(\d+)",
+                          str(resp(own_redis, "INFO", "stats"))).group(1))  # fmt: skip
+    assert after > before + 1  # the service connected to the Redis we gave it
+    assert not any("valkey-server" in c for c in service.seen.values()), service.seen
+    assert "embedded" not in service.output()
+    assert not (tmp_path / "data").exists()
+
+
+def test_failed_gunicorn_start_still_stops_the_embedded_server(serve) -> None:
+    blocker = socket.socket()
+    blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        service = serve()
+        blocker.bind(("127.0.0.1", service.port))
+        blocker.listen()
+        # gunicorn retries the bind for a few seconds, then gives up.
+        service.proc.wait(START_TIMEOUT)
+        assert service.proc.returncode != 0
+        port = service.embedded_port()
+        assert not ping("127.0.0.1", port)
+        assert not any(f"127.0.0.1:{port}" in cmdline(int(p.name))
+                       for p in Path("/proc").iterdir() if p.name.isdigit())  # fmt: skip
+    finally:
+        blocker.close()
+
+
+def test_a_second_serve_on_the_same_data_dir_is_refused(serve, tmp_path: Path) -> None:
+    first = serve(tmp_path / "shared")
+    first.wait_healthy()
+    second = serve(tmp_path / "shared")
+    assert second.proc.wait(START_TIMEOUT) != 0
+    assert "in use by another embedded server" in second.output()
+    assert http_status(first.url("/readyz")) == 200
+
+
+# --- Dockerfile and docker-compose.yml, run without Docker -------------------------------
+
+
+def dockerfile() -> dict[str, list[str]]:
+    """Instructions of the Dockerfile: name -> list of raw arguments (continuations joined)."""
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    found: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            name, _, rest = line.partition(" ")
+            found.setdefault(name.upper(), []).append(rest.strip())
+    return found
+
+
+def exec_form(raw: str) -> list[str]:
+    """A Dockerfile exec-form argument list (``["a", "b"]``); shell form would be a smell."""
+    assert raw.startswith("["), f"use the exec form, got {raw!r}"
+    return json.loads(raw)
+
+
+def docker_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    for raw in dockerfile().get("ENV", []):
+        for item in shlex.split(raw):
+            name, _, value = item.partition("=")
+            env[name] = value
+    return env
+
+
+def test_dockerfile_shape() -> None:
+    spec = dockerfile()
+    assert re.fullmatch(r"python:3\.11-slim\S*", spec["FROM"][0]), spec["FROM"]
+    assert spec["EXPOSE"] == ["8000"]
+    assert spec["USER"] and spec["USER"][-1] not in ("root", "0")
+    assert any("pip install" in run for run in spec["RUN"])
+    cmd = exec_form(spec["CMD"][0])
+    assert cmd[:3] == ["gunicorn", "-c", "python:service.gunicorn_conf"] and cmd[-1] == APP
+    # `allfours serve` runs gunicorn with the same config module and app.
+    from service.serve import GUNICORN_CONFIG, gunicorn_command
+
+    assert cmd[2] == GUNICORN_CONFIG and gunicorn_command("h", 1, 1)[-1] == APP
+    assert "REDIS_URL" not in docker_env()  # it comes from the environment at run time
+
+
+def _as_local_command(argv: list[str]) -> list[str]:
+    """Run an image's ``gunicorn``/``python`` with this interpreter's installation."""
+    if argv[0] == "gunicorn":
+        return [sys.executable, "-m", "gunicorn", *argv[1:]]
+    if argv[0] == "python":
+        return [sys.executable, *argv[1:]]
+    return argv
+
+
+def test_dockerfile_cmd_and_healthcheck_run_against_a_real_redis(
+    own_redis: int, app_spec: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    spec = dockerfile()
+    cmd = _as_local_command(exec_form(spec["CMD"][0]))
+    cmd[-1] = app_spec[0]  # the same app, unless the real one is not built yet
+    health = spec["HEALTHCHECK"][0]
+    health_cmd = _as_local_command(exec_form(health[health.index("CMD") + 3 :].strip()))
+    port = free_port()
+    env = {
+        **os.environ,
+        **docker_env(),
+        **app_spec[1],
+        "PORT": str(port),  # like `docker run -e PORT=...`: the test must not take 8000
+        "REDIS_URL": f"redis://127.0.0.1:{own_redis}/0",
+    }
+    log = (tmp_path / "gunicorn.log").open("wb")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log)
+    try:
+        wait_for(
+            lambda: subprocess.run(health_cmd, env=env, capture_output=True).returncode == 0
+            or proc.poll() is not None,
+            START_TIMEOUT,
+            "the HEALTHCHECK to pass",
+        )
+        assert proc.poll() is None, (tmp_path / "gunicorn.log").read_text()
+        assert http_status(f"http://127.0.0.1:{port}/readyz") == 200
+        assert "Using worker: gevent" in (tmp_path / "gunicorn.log").read_text()
+    finally:
+        stop_process(proc, signal.SIGTERM)
+        log.close()
+    # With nothing listening, the healthcheck must fail (it is not a no-op).
+    assert subprocess.run(health_cmd, env=env, capture_output=True).returncode != 0
+
+
+def test_compose_redis_is_append_only_on_a_volume_and_its_command_runs(tmp_path: Path) -> None:
+    yaml = pytest.importorskip("yaml")
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    arena, redis = compose["services"]["arena"], compose["services"]["redis"]
+    assert redis["image"].startswith("redis:7")
+    command = redis["command"]
+    assert command[0] == "redis-server" and command[1:] == ["--appendonly", "yes"]
+    volume, _, mount = redis["volumes"][0].partition(":")
+    assert mount == "/data" and volume in compose["volumes"]
+    assert "REDIS_URL=redis://redis:6379/0" in arena["environment"]
+    assert "redis" in arena["depends_on"] and "command" not in arena  # the Dockerfile's CMD
+    assert arena["ports"] == ["8000:8000"]
+
+    # The redis service's command, run locally: it writes an append-only file in its dir.
+    binary = shutil.which("redis-server") or find_server_binary()
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, *command[1:], "--port", str(port), "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: ping("127.0.0.1", port), 20, "the compose Redis command")
+        assert resp(port, "SET", "arena-test:compose", "1") == "OK"
+    finally:
+        stop_process(proc, signal.SIGTERM)
+    assert (tmp_path / "appendonlydir").is_dir()
