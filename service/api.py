@@ -1,0 +1,410 @@
+"""HTTP routes: parse and check the request, call ``Arena``, shape the answer.
+
+Each view is declared with ``@operation(...)``: the request schemas it loads (so bad input
+becomes a validation problem before the view runs), the one success schema, the errors
+it can answer with, and whether it needs a token. ``service.openapi`` reads the same
+declarations to write ``openapi.yaml``, so the contract cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint, Response, current_app, g, request
+from marshmallow import Schema, ValidationError
+
+from . import schemas as s
+from .arena import Arena, dumps
+from .problems import Problem
+
+bp = Blueprint("api", __name__)
+
+BEARER = "bearer"
+
+
+@dataclass
+class Operation:
+    """What ``openapi.py`` needs to document one view, and what the wrapper enforces."""
+
+    summary: str
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    body: type[Schema] | None = None
+    body_required: bool = True
+    query: type[Schema] | None = None
+    response: type[Schema] | None = None
+    status: int = 200
+    content_type: str = "application/json"
+    auth: str | None = None  # "required", "optional" or None
+    errors: tuple[int, ...] = ()
+    headers_in: tuple[dict[str, Any], ...] = ()
+    response_headers: dict[str, Any] = field(default_factory=dict)
+    example: dict[str, Any] | None = None
+    path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
+    """Declare a view's contract; load ``body``/``query`` and the caller's bot into kwargs."""
+    op = Operation(**kw)
+    body_schema = op.body() if op.body else None
+    query_schema = op.query() if op.query else None
+
+    def wrap(view: Callable[..., Response]) -> Callable[..., Response]:
+        @functools.wraps(view)
+        def inner(**kwargs: Any) -> Response:
+            bot_id = authenticate(op.auth)
+            if op.auth is not None:
+                kwargs["bot_id"] = bot_id
+            if query_schema is not None:
+                kwargs["query"] = load(query_schema, request.args.to_dict(), "query")
+            if body_schema is not None:
+                kwargs["body"] = load(body_schema, read_json(op.body_required), "body")
+            return view(**kwargs)
+
+        inner.operation = op  # type: ignore[attr-defined]
+        return inner
+
+    return wrap
+
+
+def read_json(required: bool) -> Any:
+    """The request body as JSON; an empty body is ``{}`` where a body is optional."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        if required:
+            raise Problem("validation", "a JSON body is required",
+                          errors={"_body": ["a JSON object is required"]})
+        return {}
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise Problem("malformed-json", "the body is not valid JSON") from None
+
+
+def load(schema: Schema, data: Any, where: str) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise Problem("validation", f"the {where} must be a JSON object",
+                      errors={"_schema": ["must be a JSON object"]})
+    try:
+        return schema.load(data)
+    except ValidationError as exc:
+        fields_ = ", ".join(sorted(str(k) for k in exc.messages_dict))
+        raise Problem("validation", f"invalid {where}: {fields_}",
+                      errors=exc.messages_dict) from None
+
+
+def authenticate(mode: str | None) -> str | None:
+    """The bot behind the bearer token. A token that is present must be valid, even
+    where none is needed: a bot with a typo in its token should hear so, not be
+    quietly shown the spectator view."""
+    header = request.headers.get("Authorization")
+    if not header:
+        if mode == "required":
+            raise Problem("unauthorized", "send Authorization: Bearer <token>")
+        return None
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > 200:
+        raise Problem("unauthorized", "the Authorization header must be 'Bearer <token>'")
+    bot_id = arena().store.bot_for_token(token)
+    if bot_id is None:
+        raise Problem("unauthorized", "unknown token")
+    g.bot_id = bot_id
+    return bot_id
+
+
+def arena() -> Arena:
+    return current_app.extensions["arena"]
+
+
+def respond(schema: Schema | None, data: Any, status: int = 200,
+            headers: dict[str, str] | None = None) -> Response:
+    body = dumps(schema.dump(data) if schema is not None else data)
+    resp = Response(body, status=status, mimetype="application/json")
+    for k, v in (headers or {}).items():
+        resp.headers[k] = v
+    return resp
+
+
+def view_response(text: str, version: int, status: int = 200) -> Response:
+    resp = Response(text, status=status, mimetype="application/json")
+    resp.headers["ETag"] = f'"{version}"'
+    resp.headers["Cache-Control"] = "no-store"
+    resp.headers["Vary"] = "Authorization"
+    return resp
+
+
+GAME_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description": "game id"}
+BOT_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description": "bot id"}
+SEAT = {"schema": {"type": "integer", "minimum": 0, "maximum": 3}, "description": "seat"}
+ETAG = {"ETag": {"description": "the game's version, quoted", "schema": {"type": "string"}}}
+IDEMPOTENCY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "any string up to 100 characters; a retry with the same key and body "
+    "gets the first answer and applies once (kept 24 h)",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 100},
+}
+IF_MATCH = {
+    "name": "If-Match",
+    "in": "header",
+    "required": False,
+    "description": "the version the action was decided on (the view's ETag); 412 if stale",
+    "schema": {"type": "string", "maxLength": 40},
+}
+LAST_EVENT_ID = {
+    "name": "Last-Event-ID",
+    "in": "header",
+    "required": False,
+    "description": "resume after this event id (ply.index)",
+    "schema": {"type": "string", "maxLength": 40},
+}
+
+_SCHEMAS: dict[type[Schema], Schema] = {}
+
+
+def sch(cls: type[Schema]) -> Schema:
+    if cls not in _SCHEMAS:
+        _SCHEMAS[cls] = cls()
+    return _SCHEMAS[cls]
+
+
+# --- health -------------------------------------------------------------------------------
+
+
+@bp.get("/healthz")
+@operation(summary="The process is up", tags=("health",), response=s.Health)
+def healthz() -> Response:
+    return respond(sch(s.Health), {"status": "ok"})
+
+
+@bp.get("/readyz")
+@operation(summary="Redis is reachable", tags=("health",), response=s.Health)
+def readyz() -> Response:
+    arena().store.r.ping()
+    return respond(sch(s.Health), {"status": "ok"})
+
+
+# --- bots ---------------------------------------------------------------------------------
+
+
+@bp.post("/bots")
+@operation(
+    summary="Register a bot",
+    description="Returns the bot and its bearer token. The token is shown only here.",
+    tags=("bots",),
+    body=s.BotCreate,
+    response=s.BotCreated,
+    status=201,
+    example={"name": "random-bot"},
+)
+def create_bot(body: dict[str, Any]) -> Response:
+    bot = arena().register_bot(body["name"])
+    return respond(sch(s.BotCreated), bot, 201, {"Location": f"/bots/{bot['id']}"})
+
+
+@bp.get("/bots/me")
+@operation(summary="The bot behind the token", tags=("bots",), response=s.Bot, auth="required")
+def get_me(bot_id: str) -> Response:
+    return respond(sch(s.Bot), arena().bot(bot_id))
+
+
+@bp.get("/bots/me/turns")
+@operation(
+    summary="Wait for any game where it is your turn",
+    description="Long-poll: answers at once with the games where it is your turn, or waits "
+    "(woken by Redis pub/sub) until there is one or `timeout` seconds pass.",
+    tags=("bots",),
+    query=s.BotTurnsQuery,
+    response=s.BotTurns,
+    auth="required",
+)
+def my_turns(bot_id: str, query: dict[str, Any]) -> Response:
+    return respond(sch(s.BotTurns), arena().wait_bot_turns(bot_id, query["timeout"]))
+
+
+@bp.get("/bots/<bot_id>")
+@operation(summary="A bot", tags=("bots",), response=s.Bot, errors=(404,),
+           path_params={"bot_id": BOT_ID})
+def get_bot(bot_id: str) -> Response:
+    return respond(sch(s.Bot), arena().bot(bot_id))
+
+
+# --- games --------------------------------------------------------------------------------
+
+
+@bp.post("/games")
+@operation(
+    summary="Create a game",
+    description="2 or 4 players, an optional seed and house rules, and which seats are taken "
+    "by which bots (null: open). By default the creator takes seat 0.",
+    tags=("games",),
+    body=s.GameCreate,
+    response=s.GameSummary,
+    status=201,
+    auth="required",
+    example={"players": 4, "seed": 7, "variants": {"target": 14}},
+)
+def create_game(bot_id: str, body: dict[str, Any]) -> Response:
+    game = arena().create_game(bot_id, body)
+    return respond(sch(s.GameSummary), game, 201, {"Location": f"/games/{game['id']}"})
+
+
+@bp.get("/games")
+@operation(summary="List games, newest first", tags=("games",), query=s.ListQuery,
+           response=s.GameList)
+def list_games(query: dict[str, Any]) -> Response:
+    page = arena().list_games(query.get("status"), query["limit"], query.get("cursor"))
+    return respond(sch(s.GameList), page)
+
+
+@bp.get("/games/<game_id>")
+@operation(
+    summary="A game as you may see it",
+    description="With the token of a bot seated here: that seat's view (with its hand, and "
+    "the legal actions on its turn). Without: the spectator view.",
+    tags=("games",),
+    query=s.GameQuery,
+    response=s.View,
+    auth="optional",
+    errors=(403, 404),
+    response_headers=ETAG,
+    path_params={"game_id": GAME_ID},
+)
+def get_game(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
+    a = arena()
+    game = a.get(game_id)
+    return view_response(dumps(a.view(game, bot_id, query.get("seat"))), game.version)
+
+
+@bp.post("/games/<game_id>/seats/<int:seat>")
+@operation(
+    summary="Join an open seat",
+    tags=("games",),
+    body=s.Empty,
+    body_required=False,
+    response=s.View,
+    auth="required",
+    errors=(404, 409),
+    response_headers=ETAG,
+    path_params={"game_id": GAME_ID, "seat": SEAT},
+)
+def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response:
+    view = arena().join(game_id, seat, bot_id)
+    return view_response(dumps(view), view["version"])
+
+
+@bp.post("/games/<game_id>/actions")
+@operation(
+    summary="Act: stand, beg, give one, run the pack, or play a card",
+    description="The seat in turn acts; the answer is its new view. Send `Idempotency-Key` "
+    "to retry safely, and `version` (or `If-Match`) to refuse the action if the game "
+    "has moved on. Errors name the rule (R1–R23) and never a hidden card.",
+    tags=("games",),
+    body=s.ActionIn,
+    response=s.View,
+    auth="required",
+    errors=(403, 404, 409, 412),
+    headers_in=(IDEMPOTENCY, IF_MATCH),
+    response_headers=ETAG,
+    example={"action": "AS", "version": 12},
+    path_params={"game_id": GAME_ID},
+)
+def act(game_id: str, bot_id: str, body: dict[str, Any]) -> Response:
+    idem = request.headers.get("Idempotency-Key")
+    if idem is not None and not (0 < len(idem) <= 100):
+        raise Problem("validation", "Idempotency-Key must be 1 to 100 characters",
+                      errors={"Idempotency-Key": ["must be 1 to 100 characters"]})
+    if_match = _if_match(request.headers.get("If-Match"))
+    text = arena().act(game_id, bot_id, body, if_match, idem)
+    version = json.loads(text)["version"]
+    return view_response(text, version)
+
+
+def _if_match(raw: str | None) -> int | None:
+    if raw is None:
+        return None
+    v = raw.strip()
+    if v.startswith("W/"):
+        v = v[2:]
+    v = v.strip('"')
+    if not v.isdigit() or len(v) > 10:
+        raise Problem("validation", "If-Match must be a game version such as \"12\"",
+                      errors={"If-Match": ["must be a version number"]})
+    return int(v)
+
+
+@bp.get("/games/<game_id>/turn")
+@operation(
+    summary="Wait for your turn (long-poll)",
+    description="Answers at once if it is your turn, the game is over, or its version is "
+    "greater than `after`; otherwise waits (woken by Redis pub/sub) until one of those "
+    "happens or `timeout` seconds (at most 30) pass. Without a seat: waits for any change.",
+    tags=("games",),
+    query=s.TurnQuery,
+    response=s.TurnAnswer,
+    auth="optional",
+    errors=(403, 404),
+    path_params={"game_id": GAME_ID},
+)
+def turn(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
+    answer = arena().wait_turn(game_id, bot_id, query.get("seat"), query.get("after"),
+                               query["timeout"])
+    return respond(sch(s.TurnAnswer), answer)
+
+
+@bp.get("/games/<game_id>/events")
+@operation(
+    summary="The game's events as server-sent events",
+    description="Every event has an id `ply.index` and a type (`event:`), and is redacted for "
+    "the viewer (a seat sees only its own cards). Reconnect with `Last-Event-ID` to resume "
+    "exactly; a `: keep-alive` comment comes every 5 s; the stream ends after game_over.",
+    tags=("games",),
+    query=s.EventsQuery,
+    response=None,
+    content_type="text/event-stream",
+    auth="optional",
+    errors=(403, 404),
+    headers_in=(LAST_EVENT_ID,),
+    path_params={"game_id": GAME_ID},
+)
+def events(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
+    last = request.headers.get("Last-Event-ID") or query.get("last_event_id")
+    gen = arena().stream(game_id, bot_id, query.get("seat"), last)
+    resp = Response(gen, mimetype="text/event-stream")
+    resp.headers["Cache-Control"] = "no-store"
+    resp.headers["X-Accel-Buffering"] = "no"
+    return resp
+
+
+@bp.get("/games/<game_id>/record")
+@operation(
+    summary="The game's record",
+    description="Complete once the game is over; while it is live, only what the asking seat "
+    "(or a spectator) may know.",
+    tags=("games",),
+    query=s.GameQuery,
+    response=s.Record,
+    auth="optional",
+    errors=(403, 404),
+    path_params={"game_id": GAME_ID},
+)
+def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
+    return respond(sch(s.Record), arena().record(game_id, bot_id, query.get("seat")))
+
+
+def operations(app_rules: Iterable[Any], views: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(flask rule, method, Operation) for every declared view, in a stable order."""
+    out = []
+    for rule in app_rules:
+        op = getattr(views.get(rule.endpoint), "operation", None)
+        if op is None:
+            continue
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            out.append((rule.rule, method.lower(), op))
+    return sorted(out, key=lambda t: (t[0], t[1]))

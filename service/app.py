@@ -1,0 +1,97 @@
+"""The app factory: configuration from the environment, Redis, routes, error handlers.
+
+Nothing here keeps game data: every request reads and writes Redis, so any number of
+processes (gunicorn workers, machines) can serve any request. The only per-process
+objects are the Redis connection pool and the generated OpenAPI text.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import redis
+from flask import Flask, Response, request
+from flask_swagger_ui import get_swaggerui_blueprint
+
+from . import api
+from .arena import Arena
+from .openapi import spec_yaml
+from .problems import Problem, register_error_handlers
+from .store import Store, token_hash
+
+DEFAULTS: dict[str, Any] = {
+    "REDIS_URL": "redis://127.0.0.1:6379/0",
+    "ARENA_KEY_PREFIX": "af:",
+    "ARENA_ADMIN_TOKEN": None,
+    "ARENA_RATE_LIMIT": 1200,  # requests per window per token (or per address); 0: off
+    "ARENA_RATE_WINDOW": 60,  # seconds
+    "MAX_CONTENT_LENGTH": 16 * 1024,
+}
+
+_UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs")
+
+
+def config_from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Settings from the environment; numbers are parsed, unknown names ignored."""
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for name, default in DEFAULTS.items():
+        if name in env:
+            value: Any = env[name]
+            if isinstance(default, int):
+                value = int(value)
+            out[name] = value
+    return out
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """Build the service. ``config`` overrides the environment, which overrides defaults."""
+    app = Flask(__name__)
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.config.update(DEFAULTS)
+    app.config.update(config_from_env())
+    app.config.update(config or {})
+
+    client = redis.Redis.from_url(
+        app.config["REDIS_URL"],
+        socket_connect_timeout=2,
+        socket_timeout=10,
+        health_check_interval=30,
+    )
+    store = Store(client, app.config["ARENA_KEY_PREFIX"])
+    app.extensions["arena"] = Arena(store)
+
+    register_error_handlers(app)
+    app.register_blueprint(api.bp)
+    app.register_blueprint(
+        get_swaggerui_blueprint(
+            "/docs", "/openapi.yaml", config={"app_name": "All Fours Arena API"}
+        )
+    )
+
+    @app.before_request
+    def _rate_limit() -> None:
+        limit = app.config["ARENA_RATE_LIMIT"]
+        if not limit or request.path.startswith(_UNLIMITED):
+            return
+        auth = request.headers.get("Authorization", "")
+        who = "t" + token_hash(auth)[:24] if auth else "a" + (request.remote_addr or "-")
+        window = app.config["ARENA_RATE_WINDOW"]
+        count, ttl_ms = store.hit(who, window)
+        if count > limit:
+            retry = max(1, -(-ttl_ms // 1000))
+            raise Problem(
+                "rate-limited",
+                f"more than {limit} requests in {window} s",
+                headers={"Retry-After": str(retry)},
+            )
+
+    @app.get("/openapi.yaml")
+    def openapi_yaml() -> Response:
+        text = app.extensions.get("openapi_yaml")
+        if text is None:
+            text = app.extensions["openapi_yaml"] = spec_yaml(app)
+        return Response(text, mimetype="application/yaml")
+
+    return app

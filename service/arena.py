@@ -1,0 +1,469 @@
+"""The game service's use cases, between HTTP (``api``) and Redis (``store``).
+
+No rules live here: every decision about a game is the engine's (``apply`` raises
+``IllegalAction``), and every view is the engine's ``seat_view``/``spectator_view``
+wrapped with the game's id, version and seats. What this layer adds is who may act for
+which seat, compare-and-set retries, idempotent replies, and waiting for changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from .engine import (
+    IllegalAction,
+    InvalidVariants,
+    State,
+    Variants,
+    action_name,
+    apply,
+    build_record,
+    new_game,
+    parse_action,
+    redact_event,
+    seat_view,
+    spectator_view,
+)
+from .engine.record import record_from_events
+from .problems import Problem
+from .schemas import View
+from .store import Game, Store
+
+WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
+CAS_ATTEMPTS = 50
+KEEPALIVE_S = 5.0
+
+_VIEW = View()
+
+
+def dumps(data: Any) -> str:
+    """The one JSON encoding of responses: compact and deterministic, so a replayed
+    idempotent answer is byte-identical to the first."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def status_of(state: State, seats: list[str | None]) -> str:
+    if state.is_over:
+        return FINISHED
+    return ACTIVE if all(seats) else WAITING
+
+
+def turn_bot(state: State, seats: list[str | None], status: str) -> str | None:
+    """The bot that must act now, if the game is under way."""
+    if status != ACTIVE or state.is_over:
+        return None
+    return seats[state.turn]
+
+
+def parse_event_id(text: str | None) -> tuple[int, int] | None:
+    """``"ply.index"`` → (ply, index); None when absent or not of that shape."""
+    if not text:
+        return None
+    ply, sep, idx = text.strip().partition(".")
+    if not sep or not ply.isdigit() or not idx.isdigit():
+        return None
+    return int(ply), int(idx)
+
+
+class Arena:
+    """Use cases over one ``Store``. Holds no game data between requests."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # --- bots ------------------------------------------------------------------------------
+
+    def register_bot(self, name: str) -> dict[str, Any]:
+        bot, token = self.store.create_bot(name)
+        return {**bot, "token": token}
+
+    def bot(self, bot_id: str) -> dict[str, Any]:
+        bot = self.store.get_bot(bot_id)
+        if bot is None:
+            raise Problem("not-found", "no such bot")
+        return bot
+
+    # --- games -----------------------------------------------------------------------------
+
+    def create_game(self, creator: str, body: dict[str, Any]) -> dict[str, Any]:
+        players = body["players"]
+        seed = body.get("seed")
+        if seed is None:
+            seed = secrets.randbelow(2**63)
+        try:
+            variants = Variants.from_dict(body.get("variants") or {})
+        except InvalidVariants as exc:
+            raise Problem("validation", str(exc), errors={"variants": [str(exc)]}) from None
+        seats = body.get("seats")
+        if seats is None:
+            seats = [creator] + [None] * (players - 1)
+        names = self.store.bot_names([s for s in seats if s])
+        unknown = sorted(b for b, n in names.items() if not n)
+        if unknown:
+            msg = f"no such bot: {', '.join(unknown)}"
+            raise Problem("validation", msg, errors={"seats": [msg]})
+        state, _ = new_game(players, seed, variants)
+        status = status_of(state, seats)
+        meta = {
+            "players": players,
+            "seed": seed,
+            "variants": variants.changed(),
+            "seats": seats,
+            "created": int(time.time()),
+            "creator": creator,
+        }
+        game = self.store.create_game(meta, state, status, turn_bot(state, seats, status))
+        return self.summary(game)
+
+    def get(self, game_id: str) -> Game:
+        game = self.store.get_game(game_id)
+        if game is None:
+            raise Problem("not-found", "no such game")
+        return game
+
+    def seats_out(self, seats: list[str | None]) -> list[dict[str, Any]]:
+        names = self.store.bot_names([s for s in seats if s])
+        return [
+            {"seat": i, "bot_id": b, "bot_name": names.get(b) if b else None}
+            for i, b in enumerate(seats)
+        ]
+
+    def summary(self, game: Game) -> dict[str, Any]:
+        state = game.state
+        return {
+            "id": game.id,
+            "version": game.version,
+            "status": game.status,
+            "players": game.players,
+            "seats": self.seats_out(game.seats),
+            "variants": game.variants.to_dict(),
+            "created": game.meta["created"],
+            "scores": list(state.scores),
+            "winner": state.winner,
+        }
+
+    def list_games(self, status: str | None, limit: int, cursor: int | None) -> dict[str, Any]:
+        games, next_cursor = self.store.list_games(status, limit, cursor)
+        return {"items": [self.summary(g) for g in games], "next_cursor": next_cursor}
+
+    # --- who is looking ----------------------------------------------------------------------
+
+    @staticmethod
+    def viewer_seat(
+        game: Game, bot_id: str | None, seat: int | None, state: State | None = None
+    ) -> int | None:
+        """The seat whose view ``bot_id`` gets: the asked ``seat`` (which it must hold),
+        else its only seat, else (holding two) the one in turn; None for a spectator."""
+        if seat is not None:
+            if bot_id is None:
+                raise Problem("unauthorized", "a bearer token is needed to view a seat")
+            if seat >= game.players or game.seats[seat] != bot_id:
+                raise Problem("forbidden-seat", f"your bot does not hold seat {seat}")
+            return seat
+        if bot_id is None:
+            return None
+        held = [i for i, b in enumerate(game.seats) if b == bot_id]
+        if not held:
+            return None
+        if len(held) > 1:
+            state = state or game.state
+            if not state.is_over and state.turn in held:
+                return state.turn
+        return held[0]
+
+    def render(self, game: Game, state: State, seat: int | None, version: int,
+               status: str) -> dict[str, Any]:
+        """The engine's view for ``seat`` wrapped with the game's identity and seats."""
+        engine_view = seat_view(state, seat) if seat is not None else spectator_view(state)
+        view = {
+            **engine_view,
+            "id": game.id,
+            "version": version,
+            "status": status,
+            "seats": self.seats_out(game.seats),
+            "your_turn": bool(engine_view["legal_actions"]) and status == ACTIVE,
+        }
+        if status != ACTIVE:
+            view["legal_actions"] = []
+        return _VIEW.dump(view)
+
+    def view(self, game: Game, bot_id: str | None, seat: int | None) -> dict[str, Any]:
+        state = game.state
+        viewer = self.viewer_seat(game, bot_id, seat, state)
+        return self.render(game, state, viewer, game.version, game.status)
+
+    # --- joining -------------------------------------------------------------------------
+
+    def join(self, game_id: str, seat: int, bot_id: str) -> dict[str, Any]:
+        for _ in range(CAS_ATTEMPTS):
+            game = self.get(game_id)
+            if seat >= game.players:
+                raise Problem("not-found", f"no seat {seat} in a {game.players}-player game")
+            holder = game.seats[seat]
+            if holder == bot_id:
+                return self.view(game, bot_id, seat)
+            if holder is not None or game.status != WAITING:
+                raise Problem("seat-taken", f"seat {seat} is taken")
+            seats = list(game.seats)
+            seats[seat] = bot_id
+            state = game.state
+            status = status_of(state, seats)
+            meta = {**game.meta, "seats": seats}
+            code, value = self.store.commit(
+                game, meta=meta, status=status, new_turn_bot=turn_bot(state, seats, status)
+            )
+            if code == 1:
+                game.meta, game.status, game.version = meta, status, int(value)
+                return self.render(game, state, seat, game.version, status)
+            if code == -1:
+                raise Problem("not-found", "no such game")
+        raise Problem("service-unavailable", "too much contention; retry",
+                      headers={"Retry-After": "1"})
+
+    # --- acting ----------------------------------------------------------------------------
+
+    def act(
+        self,
+        game_id: str,
+        bot_id: str,
+        body: dict[str, Any],
+        if_match: int | None,
+        idem: str | None,
+    ) -> str:
+        """Apply one action for ``bot_id``; returns the new view as JSON text.
+
+        Read, apply the engine, then compare-and-set. When another write got in first the
+        game is re-read and the action re-validated against the new position, so it
+        either applies to the position it now meets or is refused — never both, never lost.
+        """
+        action = parse_action(body["action"])
+        body_hash = hashlib.sha256(dumps(
+            {**body, "if_match": if_match}
+        ).encode()).hexdigest()[:32]
+        idem_key = self.store.idem_key(bot_id, idem) if idem else ""
+        for _ in range(CAS_ATTEMPTS):
+            game = self.get(game_id)
+            if idem_key:
+                stored = self.store.get_idem(idem_key)
+                if stored:
+                    return self._replay_answer(game, stored, body_hash)
+            if game.status == WAITING:
+                raise Problem("game-not-started", "the game is waiting for players")
+            state = game.state
+            seat = self._acting_seat(game, bot_id, body.get("seat"), state)
+            if if_match is not None and if_match != game.version:
+                raise Problem("precondition-failed",
+                              f"If-Match is {if_match}; the game is at version {game.version}",
+                              current_version=game.version)
+            want = body.get("version")
+            if want is not None and want != game.version:
+                raise Problem("version-conflict",
+                              f"you decided on version {want}; the game is at {game.version}",
+                              current_version=game.version)
+            new_state, _ = apply(state, action, seat=seat)
+            status = status_of(new_state, game.seats)
+            code, value = self.store.commit(
+                game,
+                state=new_state,
+                action=action,
+                status=status,
+                idem_key=idem_key,
+                idem_value=f"{body_hash}|{new_state.ply}|{seat}",
+                old_turn_bot=turn_bot(state, game.seats, game.status),
+                new_turn_bot=turn_bot(new_state, game.seats, status),
+            )
+            if code == 1:
+                return dumps(self.render(game, new_state, seat, int(value), status))
+            if code == 2:
+                return self._replay_answer(game, value.decode(), body_hash)
+            if code == -1:
+                raise Problem("not-found", "no such game")
+        raise Problem("service-unavailable", "too much contention; retry",
+                      headers={"Retry-After": "1"})
+
+    def _acting_seat(self, game: Game, bot_id: str, seat: int | None, state: State) -> int:
+        held = [i for i, b in enumerate(game.seats) if b == bot_id]
+        if seat is not None:
+            if seat not in held:
+                raise Problem("forbidden-seat", f"your bot does not hold seat {seat}")
+            return seat
+        if not held:
+            raise Problem("forbidden-seat", "your bot holds no seat in this game")
+        if not state.is_over and state.turn in held:
+            return state.turn
+        return held[0]
+
+    def _replay_answer(self, game: Game, stored: str, body_hash: str) -> str:
+        """The answer first given for an Idempotency-Key, rebuilt from the action log."""
+        want_hash, ply, seat, version = stored.split("|")
+        if want_hash != body_hash:
+            raise Problem("idempotency-key-reused",
+                          "this Idempotency-Key was first used with a different request")
+        state, _ = new_game(game.players, game.meta["seed"], game.variants)
+        for a in game.actions[: int(ply)]:
+            state, _ = apply(state, a)
+        status = status_of(state, game.seats)
+        return dumps(self.render(game, state, int(seat), int(version), status))
+
+    # --- waiting -----------------------------------------------------------------------------
+
+    def wait_turn(
+        self, game_id: str, bot_id: str | None, seat: int | None, after: int | None,
+        timeout: float,
+    ) -> dict[str, Any]:
+        """Answer when it is the viewer's turn, the game passed ``after``, or it is over.
+
+        Subscribes before re-reading, so a change between the first read and the
+        subscription still wakes us; then blocks on the channel (no polling).
+        """
+        game = self.get(game_id)
+        viewer = self.viewer_seat(game, bot_id, seat)
+        if after is None and viewer is None:
+            after = game.version
+
+        def ready(g: Game) -> bool:
+            if g.status == FINISHED or (after is not None and g.version > after):
+                return True
+            if viewer is None or g.status != ACTIVE:
+                return False
+            return g.state.turn in self._held(g, bot_id, seat)
+
+        deadline = time.monotonic() + timeout
+        if ready(game) or timeout <= 0:
+            return {"timed_out": not ready(game), "view": self.view(game, bot_id, seat)}
+        pubsub = self.store.r.pubsub(ignore_subscribe_messages=True)
+        try:
+            pubsub.subscribe(self.store.game_channel(game_id))
+            game = self.get(game_id)
+            while not ready(game):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return {"timed_out": True, "view": self.view(game, bot_id, seat)}
+                if pubsub.get_message(timeout=left) is not None:
+                    game = self.get(game_id)
+            return {"timed_out": False, "view": self.view(game, bot_id, seat)}
+        finally:
+            pubsub.close()
+
+    @staticmethod
+    def _held(game: Game, bot_id: str | None, seat: int | None) -> list[int]:
+        if seat is not None:
+            return [seat]
+        return [i for i, b in enumerate(game.seats) if b == bot_id]
+
+    def wait_bot_turns(self, bot_id: str, timeout: float) -> dict[str, Any]:
+        """Games where it is ``bot_id``'s turn; waits (pub/sub) until there is one."""
+        games = self.store.bot_turns(bot_id)
+        if games or timeout <= 0:
+            return {"timed_out": not games, "games": games}
+        deadline = time.monotonic() + timeout
+        pubsub = self.store.r.pubsub(ignore_subscribe_messages=True)
+        try:
+            pubsub.subscribe(self.store.bot_turn_channel(bot_id))
+            games = self.store.bot_turns(bot_id)
+            while not games:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return {"timed_out": True, "games": []}
+                if pubsub.get_message(timeout=left) is not None:
+                    games = self.store.bot_turns(bot_id)
+            return {"timed_out": False, "games": games}
+        finally:
+            pubsub.close()
+
+    # --- events and records ----------------------------------------------------------------
+
+    @staticmethod
+    def _steps(game: Game, actions: list[int], start: State | None, first_ply: int
+               ) -> Iterator[tuple[int, list[dict[str, Any]], State]]:
+        """(ply, events, state after) for each step: ply 0 is the new game."""
+        if start is None:
+            state, events = new_game(game.players, game.meta["seed"], game.variants)
+            yield 0, events, state
+        else:
+            state = start
+        for k, a in enumerate(actions, first_ply):
+            state, events = apply(state, a)
+            yield k, events, state
+
+    def stream(
+        self, game_id: str, bot_id: str | None, seat: int | None, last_id: str | None
+    ) -> Iterator[str]:
+        """Server-sent events for one viewer, from just after ``last_id`` to game_over.
+
+        Event ids are ``ply.index`` (the index of the event among those the ply caused),
+        so a reconnecting client resumes exactly where it broke off. Events are recomputed
+        by replay; after the replayed backlog the stream waits on the game's channel and
+        sends ``: keep-alive`` every few seconds while nothing happens.
+        """
+        game = self.get(game_id)
+        viewer = self.viewer_seat(game, bot_id, seat)
+        after = parse_event_id(last_id) or (-1, -1)
+        reveal = game.status == FINISHED
+        store = self.store
+        pubsub = store.r.pubsub(ignore_subscribe_messages=True)
+        pubsub.subscribe(store.game_channel(game_id))
+
+        def gen() -> Iterator[str]:
+            try:
+                g = store.get_game(game_id) or game
+                state: State | None = None
+                ply = 0
+                yield "retry: 1000\n\n"
+                while True:
+                    actions = g.actions
+                    over = False
+                    for k, events, after_step in self._steps(g, actions[ply:], state, ply + 1):
+                        state = after_step
+                        for i, e in enumerate(events):
+                            if (k, i) <= after:
+                                continue
+                            shown = e if reveal else redact_event(e, viewer)
+                            yield f"id: {k}.{i}\nevent: {e['type']}\ndata: {dumps(shown)}\n\n"
+                            over = over or e["type"] == "game_over"
+                    ply = len(actions)
+                    if over or (state is not None and state.is_over):
+                        return
+                    version = g.version
+                    while True:
+                        msg = pubsub.get_message(timeout=KEEPALIVE_S)
+                        if msg is None:
+                            current = store.get_version(game_id)
+                            if current is not None and current != version:
+                                break
+                            yield ": keep-alive\n\n"
+                            continue
+                        break
+                    g = store.get_game(game_id) or g
+            finally:
+                pubsub.close()
+
+        return gen()
+
+    def record(self, game_id: str, bot_id: str | None, seat: int | None) -> dict[str, Any]:
+        """The full record once finished; before that, what the viewer may know."""
+        game = self.get(game_id)
+        actions = game.actions
+        names = [action_name(a) for a in actions]
+        if game.status == FINISHED:
+            record = build_record(game.players, game.meta["seed"], game.variants, actions)
+            record["complete"] = True
+            return record
+        viewer = self.viewer_seat(game, bot_id, seat)
+        events = [
+            redact_event(e, viewer)
+            for _, evs, _ in self._steps(game, actions, None, 1)
+            for e in evs
+        ]
+        record = record_from_events(events)
+        record["actions"] = names
+        record["complete"] = False
+        return record
+
+
+__all__ = ["Arena", "IllegalAction", "dumps", "parse_event_id"]

@@ -1,0 +1,154 @@
+"""Errors as RFC 9457 problem details, one kind per stable ``type``.
+
+Views and the game layer raise ``Problem`` (or let a domain exception escape); the app
+factory registers ``register_error_handlers`` once, so every error leaves the service as
+``application/problem+json`` with the same shape. Bot authors switch on ``type``, never
+on the human text, which is why the types below are a stable list and nothing else
+invents one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from flask import Flask, Response, request
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from werkzeug.exceptions import HTTPException
+
+from .engine import IllegalAction
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger(__name__)
+
+# type suffix -> (status, title). The one list of problem kinds; openapi.py documents it.
+KINDS: dict[str, tuple[int, str]] = {
+    "validation": (422, "The request is not valid"),
+    "malformed-json": (400, "The body is not valid JSON"),
+    "bad-request": (400, "Bad request"),
+    "not-found": (404, "Not found"),
+    "method-not-allowed": (405, "Method not allowed"),
+    "not-acceptable": (406, "Not acceptable"),
+    "unsupported-media-type": (415, "Unsupported media type"),
+    "unauthorized": (401, "A valid bearer token is required"),
+    "forbidden-seat": (403, "Your bot does not hold that seat"),
+    "seat-taken": (409, "That seat is already taken"),
+    "game-not-started": (409, "The game is waiting for players"),
+    "not-your-turn": (409, "It is not your turn"),
+    "illegal-action": (422, "The rules do not allow that action"),
+    "version-conflict": (409, "The game has changed since that version"),
+    "precondition-failed": (412, "If-Match does not match the game's version"),
+    "idempotency-key-reused": (422, "That Idempotency-Key was used with a different request"),
+    "payload-too-large": (413, "The request body is too large"),
+    "rate-limited": (429, "Too many requests"),
+    "service-unavailable": (503, "The game store is unavailable; retry shortly"),
+    "internal": (500, "Internal error"),
+}
+
+
+class Problem(Exception):
+    """An error answer: ``kind`` is a key of ``KINDS``; extra members go into the body."""
+
+    def __init__(
+        self,
+        kind: str,
+        detail: str | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown problem kind {kind!r}")
+        super().__init__(detail or KINDS[kind][1])
+        self.kind = kind
+        self.status = KINDS[kind][0]
+        self.detail = detail
+        self.headers = headers or {}
+        self.extra = extra
+
+    def body(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": f"/problems/{self.kind}",
+            "title": KINDS[self.kind][1],
+            "status": self.status,
+        }
+        if self.detail:
+            out["detail"] = self.detail
+        out["instance"] = request.path if request else None
+        out.update(self.extra)
+        return out
+
+
+def problem_response(problem: Problem) -> Response:
+    """The one place a Problem becomes an HTTP response."""
+    resp = Response(
+        json.dumps(problem.body(), separators=(",", ":")),
+        status=problem.status,
+        mimetype=PROBLEM_JSON,
+    )
+    for k, v in problem.headers.items():
+        resp.headers[k] = v
+    if problem.status == 401:
+        resp.headers.setdefault("WWW-Authenticate", 'Bearer realm="allfours"')
+    return resp
+
+
+def from_illegal(exc: IllegalAction) -> Problem:
+    """R23 (someone else's turn) is its own kind; every other refusal names its rule."""
+    if exc.rule == "R23":
+        return Problem("not-your-turn", str(exc), rule=exc.rule)
+    return Problem("illegal-action", str(exc), rule=exc.rule)
+
+
+_HTTP_KINDS = {
+    400: "bad-request",
+    404: "not-found",
+    405: "method-not-allowed",
+    406: "not-acceptable",
+    413: "payload-too-large",
+    415: "unsupported-media-type",
+}
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Map every exception a request can raise to a problem response, in one place."""
+
+    @app.errorhandler(Problem)
+    def _problem(exc: Problem) -> Response:
+        return problem_response(exc)
+
+    @app.errorhandler(IllegalAction)
+    def _illegal(exc: IllegalAction) -> Response:
+        return problem_response(from_illegal(exc))
+
+    @app.errorhandler(HTTPException)
+    def _http(exc: HTTPException) -> Response:
+        code = exc.code or 500
+        kind = _HTTP_KINDS.get(code)
+        if kind is None:
+            kind = "internal" if code >= 500 else "bad-request"
+        headers = {}
+        if code == 405:
+            allow = exc.get_headers()
+            headers = {k: v for k, v in allow if k == "Allow"}
+        detail = exc.description if kind != "not-found" else None
+        return problem_response(Problem(kind, detail, headers=headers))
+
+    @app.errorhandler(RedisConnectionError)
+    @app.errorhandler(RedisTimeoutError)
+    def _redis_down(exc: RedisError) -> Response:
+        log.warning("redis unavailable: %s", exc)
+        return problem_response(Problem("service-unavailable", headers={"Retry-After": "1"}))
+
+    @app.errorhandler(Exception)
+    def _internal(exc: Exception) -> Response:
+        if isinstance(exc, RedisError):
+            log.warning("redis error: %s", exc)
+            return problem_response(
+                Problem("service-unavailable", headers={"Retry-After": "1"})
+            )
+        log.exception("unhandled error")
+        return problem_response(Problem("internal"))

@@ -1,0 +1,292 @@
+"""Everything the service keeps, in Redis, under one key prefix.
+
+Per game, one hash ``{p}game:{id}``:
+
+- ``state``   the engine's ``State.to_dict()`` as JSON (the position after the last action)
+- ``meta``    JSON: players, seed, variants, seats (bot ids or null), created, creator
+- ``status``  waiting | active | finished (a field of its own so Lua can move indexes)
+- ``version`` an integer bumped by every change (join or action)
+- ``log``     the actions, one character each (``chr(48 + action)``)
+
+Events are not stored: a game is (players, seed, variants, log), so events are recomputed
+by replaying, which keeps a game to a few hundred bytes.
+
+Shared keys: ``{p}games:all`` and ``{p}games:{status}`` (sorted sets, score = creation
+sequence, for listing); ``{p}games:seq``; ``{p}bot:{id}`` (hash: name, created);
+``{p}token:{sha256}`` → bot id; ``{p}bot:{id}:turns`` (set of games where it is that bot's
+turn); ``{p}idem:{bot}:{key}`` (retry memory, 24 h); ``{p}rl:{who}:{window}`` (rate
+counters). Channels: ``{p}game:{id}:changed`` and ``{p}bot:{id}:turn`` carry the new
+version whenever the game changes.
+
+Every change to a game goes through ``COMMIT`` (a Lua script): it checks the version the
+caller read is still current, then writes, bumps the version, moves indexes, records the
+idempotency key and publishes — all or nothing, so concurrent writers never both apply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from .engine import State, Variants
+
+IDEM_TTL_S = 24 * 3600
+
+# KEYS[1] game hash, KEYS[2] idempotency key ('' for none), KEYS[3] index prefix,
+# KEYS[4] bot-turns key prefix, KEYS[5] channel.
+# ARGV: expected version, state json ('' keep), meta json ('' keep), action char ('' none),
+# new status, idem value ('' none), idem ttl, old turn bot, new turn bot, game id.
+# Returns {1, new_version} | {0, current_version} | {2, stored idem value}.
+COMMIT = """
+local v = redis.call('HGET', KEYS[1], 'version')
+if not v then return {-1, 0} end
+if KEYS[2] ~= '' then
+  local seen = redis.call('GET', KEYS[2])
+  if seen then return {2, seen} end
+end
+if v ~= ARGV[1] then return {0, tonumber(v)} end
+local nv = tonumber(v) + 1
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'state', ARGV[2]) end
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'meta', ARGV[3]) end
+if ARGV[4] ~= '' then
+  local log = redis.call('HGET', KEYS[1], 'log') or ''
+  redis.call('HSET', KEYS[1], 'log', log .. ARGV[4])
+end
+local old = redis.call('HGET', KEYS[1], 'status')
+if old ~= ARGV[5] then
+  local score = redis.call('ZSCORE', KEYS[3] .. 'all', ARGV[10])
+  redis.call('ZREM', KEYS[3] .. old, ARGV[10])
+  if score then redis.call('ZADD', KEYS[3] .. ARGV[5], score, ARGV[10]) end
+  redis.call('HSET', KEYS[1], 'status', ARGV[5])
+end
+redis.call('HSET', KEYS[1], 'version', nv)
+if KEYS[2] ~= '' then
+  redis.call('SET', KEYS[2], ARGV[6] .. '|' .. nv, 'EX', tonumber(ARGV[7]))
+end
+if ARGV[8] ~= '' then redis.call('SREM', KEYS[4] .. ARGV[8] .. ':turns', ARGV[10]) end
+if ARGV[9] ~= '' then
+  redis.call('SADD', KEYS[4] .. ARGV[9] .. ':turns', ARGV[10])
+  redis.call('PUBLISH', KEYS[4] .. ARGV[9] .. ':turn', nv)
+end
+redis.call('PUBLISH', KEYS[5], nv)
+return {1, nv}
+"""
+
+# KEYS[1] counter. ARGV[1] window seconds. Returns {count, ttl_ms}.
+RATE = """
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 1000) end
+return {n, redis.call('PTTL', KEYS[1])}
+"""
+
+
+def token_hash(token: str) -> str:
+    """Tokens are stored only as this hash: a leaked database holds no usable token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass
+class Game:
+    """One game as read from Redis (the hash, decoded)."""
+
+    id: str
+    version: int
+    status: str
+    meta: dict[str, Any]
+    state_json: str
+    log: str
+
+    @property
+    def state(self) -> State:
+        return State.from_dict(json.loads(self.state_json))
+
+    @property
+    def actions(self) -> list[int]:
+        return [ord(ch) - 48 for ch in self.log]
+
+    @property
+    def players(self) -> int:
+        return int(self.meta["players"])
+
+    @property
+    def seats(self) -> list[str | None]:
+        return self.meta["seats"]
+
+    @property
+    def variants(self) -> Variants:
+        return Variants.from_dict(self.meta.get("variants") or {})
+
+
+class Store:
+    """Thin typed access to the keys above; no game rules here."""
+
+    def __init__(self, client: redis.Redis, prefix: str) -> None:
+        self.r = client
+        self.p = prefix
+        self._commit = client.register_script(COMMIT)
+        self._rate = client.register_script(RATE)
+
+    # --- keys --------------------------------------------------------------------------
+
+    def game_key(self, game_id: str) -> str:
+        return f"{self.p}game:{game_id}"
+
+    def game_channel(self, game_id: str) -> str:
+        return f"{self.p}game:{game_id}:changed"
+
+    def bot_turn_channel(self, bot_id: str) -> str:
+        return f"{self.p}bot:{bot_id}:turn"
+
+    # --- bots ----------------------------------------------------------------------------
+
+    def create_bot(self, name: str) -> tuple[dict[str, Any], str]:
+        """A new bot and its token; the token is returned here once and never stored."""
+        bot_id = secrets.token_hex(6)
+        token = secrets.token_urlsafe(32)
+        created = int(time.time())
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hset(f"{self.p}bot:{bot_id}", mapping={"name": name, "created": created})
+        pipe.set(f"{self.p}token:{token_hash(token)}", bot_id)
+        pipe.execute()
+        return {"id": bot_id, "name": name, "created": created}, token
+
+    def get_bot(self, bot_id: str) -> dict[str, Any] | None:
+        raw = self.r.hgetall(f"{self.p}bot:{bot_id}")
+        if not raw:
+            return None
+        return {"id": bot_id, "name": raw[b"name"].decode(), "created": int(raw[b"created"])}
+
+    def bot_names(self, bot_ids: list[str]) -> dict[str, str]:
+        ids = sorted({b for b in bot_ids if b})
+        if not ids:
+            return {}
+        pipe = self.r.pipeline(transaction=False)
+        for b in ids:
+            pipe.hget(f"{self.p}bot:{b}", "name")
+        return {b: (n.decode() if n else "") for b, n in zip(ids, pipe.execute())}
+
+    def bot_for_token(self, token: str) -> str | None:
+        raw = self.r.get(f"{self.p}token:{token_hash(token)}")
+        return raw.decode() if raw else None
+
+    def bot_turns(self, bot_id: str) -> list[str]:
+        return sorted(m.decode() for m in self.r.smembers(f"{self.p}bot:{bot_id}:turns"))
+
+    # --- games ---------------------------------------------------------------------------
+
+    def create_game(
+        self, meta: dict[str, Any], state: State, status: str, turn_bot: str | None
+    ) -> Game:
+        game_id = secrets.token_hex(6)
+        seq = self.r.incr(f"{self.p}games:seq")
+        state_json = json.dumps(state.to_dict(), separators=(",", ":"))
+        meta_json = json.dumps(meta, separators=(",", ":"))
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hset(
+            self.game_key(game_id),
+            mapping={"state": state_json, "meta": meta_json, "status": status, "version": 1,
+                     "log": ""},
+        )
+        pipe.zadd(f"{self.p}games:all", {game_id: seq})
+        pipe.zadd(f"{self.p}games:{status}", {game_id: seq})
+        if turn_bot:
+            pipe.sadd(f"{self.p}bot:{turn_bot}:turns", game_id)
+            pipe.publish(self.bot_turn_channel(turn_bot), 1)
+        pipe.execute()
+        return Game(game_id, 1, status, meta, state_json, "")
+
+    def get_game(self, game_id: str) -> Game | None:
+        raw = self.r.hgetall(self.game_key(game_id))
+        if not raw:
+            return None
+        return Game(
+            id=game_id,
+            version=int(raw[b"version"]),
+            status=raw[b"status"].decode(),
+            meta=json.loads(raw[b"meta"]),
+            state_json=raw[b"state"].decode(),
+            log=raw[b"log"].decode(),
+        )
+
+    def get_version(self, game_id: str) -> int | None:
+        raw = self.r.hget(self.game_key(game_id), "version")
+        return int(raw) if raw is not None else None
+
+    def commit(
+        self,
+        game: Game,
+        *,
+        state: State | None = None,
+        meta: dict[str, Any] | None = None,
+        action: int | None = None,
+        status: str,
+        idem_key: str = "",
+        idem_value: str = "",
+        old_turn_bot: str | None = None,
+        new_turn_bot: str | None = None,
+    ) -> tuple[int, Any]:
+        """Compare-and-set on ``game.version``; see ``COMMIT`` for the result codes."""
+        keys = [
+            self.game_key(game.id),
+            idem_key,
+            f"{self.p}games:",
+            f"{self.p}bot:",
+            self.game_channel(game.id),
+        ]
+        args = [
+            str(game.version),
+            json.dumps(state.to_dict(), separators=(",", ":")) if state is not None else "",
+            json.dumps(meta, separators=(",", ":")) if meta is not None else "",
+            chr(48 + action) if action is not None else "",
+            status,
+            idem_value,
+            IDEM_TTL_S,
+            old_turn_bot or "",
+            new_turn_bot or "",
+            game.id,
+        ]
+        code, value = self._commit(keys=keys, args=args)
+        return int(code), value
+
+    def idem_key(self, bot_id: str, key: str) -> str:
+        return f"{self.p}idem:{bot_id}:{key}"
+
+    def get_idem(self, key: str) -> str | None:
+        raw = self.r.get(key)
+        return raw.decode() if raw else None
+
+    def list_games(
+        self, status: str | None, limit: int, cursor: int | None
+    ) -> tuple[list[Game], int | None]:
+        """Newest first; ``cursor`` is the creation sequence to continue below."""
+        index = f"{self.p}games:{status or 'all'}"
+        hi = f"({cursor}" if cursor is not None else "+inf"
+        rows = self.r.zrevrangebyscore(index, hi, "-inf", start=0, num=limit + 1, withscores=True)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        pipe = self.r.pipeline(transaction=False)
+        for gid, _ in rows:
+            pipe.hgetall(self.game_key(gid.decode()))
+        games = []
+        for (gid, _), raw in zip(rows, pipe.execute()):
+            if raw:
+                games.append(
+                    Game(gid.decode(), int(raw[b"version"]), raw[b"status"].decode(),
+                         json.loads(raw[b"meta"]), raw[b"state"].decode(), raw[b"log"].decode())
+                )
+        next_cursor = int(rows[-1][1]) if more and rows else None
+        return games, next_cursor
+
+    # --- rate limits ---------------------------------------------------------------------
+
+    def hit(self, who: str, window_s: int) -> tuple[int, int]:
+        """Count one request for ``who`` in the current fixed window: (count, ms left)."""
+        slot = int(time.time()) // window_s
+        n, ttl = self._rate(keys=[f"{self.p}rl:{who}:{slot}"], args=[window_s])
+        return int(n), int(ttl)

@@ -1,0 +1,47 @@
+"""Shared fixtures: a real Redis, and a key prefix of its own for every test.
+
+Tests never FLUSHDB: each gets a unique prefix and deletes only its own keys at the end,
+so they can share a Redis with anything else (a developer's running service included).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def _redis():
+    import redis
+
+    return redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+
+
+@pytest.fixture(scope="session")
+def redis_client():
+    """A client for the test Redis; service tests are skipped with a reason if none runs."""
+    client = _redis()
+    try:
+        client.ping()
+    except Exception as exc:
+        pytest.skip(f"no Redis at {REDIS_URL}: {exc}")
+    return client
+
+
+@pytest.fixture
+def key_prefix(redis_client) -> Iterator[str]:
+    """A unique key prefix; at teardown every key under it (and only those) is deleted."""
+    prefix = f"aftest:{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    batch = []
+    for key in redis_client.scan_iter(match=f"{prefix}*", count=1000):
+        batch.append(key)
+        if len(batch) >= 500:
+            redis_client.delete(*batch)
+            batch.clear()
+    if batch:
+        redis_client.delete(*batch)

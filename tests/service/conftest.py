@@ -1,0 +1,90 @@
+"""Fixtures for the HTTP service: an app on the test's own key prefix, and a client."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from service.app import create_app
+from tests.conftest import REDIS_URL
+
+
+@pytest.fixture
+def app(key_prefix):
+    return create_app(
+        {"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix, "ARENA_RATE_LIMIT": 0,
+         "TESTING": True}
+    )
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+class Api:
+    """A tiny bot-side wrapper over the Flask test client (names as in openapi.yaml)."""
+
+    def __init__(self, client: Any) -> None:
+        self.c = client
+
+    def bot(self, name: str = "bot") -> tuple[str, str]:
+        r = self.c.post("/bots", json={"name": name})
+        assert r.status_code == 201, r.json
+        return r.json["id"], r.json["token"]
+
+    @staticmethod
+    def auth(token: str | None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def game(self, token: str, players: int, seats: list[str | None] | None = None,
+             **extra: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {"players": players, **extra}
+        if seats is not None:
+            body["seats"] = seats
+        r = self.c.post("/games", json=body, headers=self.auth(token))
+        assert r.status_code == 201, r.json
+        return r.json
+
+    def view(self, game_id: str, token: str | None = None, **q: Any) -> Any:
+        return self.c.get(f"/games/{game_id}", headers=self.auth(token), query_string=q)
+
+    def act(self, game_id: str, token: str, action: str, headers: dict[str, str] | None = None,
+            **body: Any) -> Any:
+        return self.c.post(f"/games/{game_id}/actions", json={"action": action, **body},
+                           headers={**self.auth(token), **(headers or {})})
+
+    def table(self, players: int, seed: int) -> tuple[str, list[str]]:
+        """A full table of distinct bots; returns (game id, token per seat)."""
+        bots = [self.bot(f"b{i}") for i in range(players)]
+        game = self.game(bots[0][1], players, seats=[b for b, _ in bots], seed=seed)
+        return game["id"], [t for _, t in bots]
+
+    def play_out(self, game_id: str, tokens: list[str], rng: random.Random,
+                 check: Any = None, limit: int = 5000) -> list[str]:
+        """Play to the end choosing at random from legal_actions; returns the actions."""
+        played = []
+        for _ in range(limit):
+            spectator = self.view(game_id).json
+            if spectator["status"] == "finished":
+                return played
+            seat = spectator["turn"]
+            v = self.view(game_id, tokens[seat])
+            assert v.status_code == 200
+            if check:
+                check(seat, v.json)
+            assert v.json["your_turn"] and v.json["legal_actions"]
+            a = rng.choice(v.json["legal_actions"])
+            r = self.act(game_id, tokens[seat], a, version=v.json["version"])
+            assert r.status_code == 200, r.json
+            if check:
+                check(seat, r.json)
+            played.append(a)
+        raise AssertionError("game did not finish")
+
+
+@pytest.fixture
+def api(client):
+    return Api(client)
