@@ -147,35 +147,6 @@ def kill_leftovers(pids: dict[int, str]) -> None:
 
 
 @pytest.fixture
-def app_spec(tmp_path: Path) -> tuple[str, dict[str, str]]:
-    """The WSGI app to serve and any extra environment it needs.
-
-    The real ``service.wsgi:app`` is built in parallel with this file; until it exists,
-    a throwaway app with the same /healthz and /readyz contract stands in.
-    """
-    if (ROOT / "service" / "wsgi.py").exists():
-        return APP, {}
-    (tmp_path / "tinyapp.py").write_text(
-        "import os, socket\n"
-        "from urllib.parse import urlparse\n"
-        "def app(environ, start_response):\n"
-        "    status = '200 OK'\n"
-        "    if environ['PATH_INFO'] == '/readyz':\n"
-        "        url = urlparse(os.environ['REDIS_URL'])\n"
-        "        try:\n"
-        "            with socket.create_connection((url.hostname, url.port), 2) as s:\n"
-        "                s.sendall(b'PING\\r\\n')\n"
-        "                ok = s.recv(16).startswith(b'+PONG')\n"
-        "        except OSError:\n"
-        "            ok = False\n"
-        "        status = '200 OK' if ok else '503 Service Unavailable'\n"
-        "    start_response(status, [('Content-Type', 'text/plain')])\n"
-        "    return [b'ok']\n"
-    )
-    return "tinyapp:app", {"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
-
-
-@pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[int]:
     """A private throwaway Redis on a free port (never the shared 6379)."""
     port = free_port()
@@ -197,18 +168,16 @@ def own_redis(tmp_path: Path) -> Iterator[int]:
 class Serve:
     """One ``allfours serve`` process, its stderr captured to a file."""
 
-    def __init__(
-        self, tmp_path: Path, app: tuple[str, dict[str, str]], data_dir: Path, **env: str
-    ) -> None:
+    def __init__(self, tmp_path: Path, data_dir: Path, **env: str) -> None:
         self.port = free_port()
         self.log = tmp_path / f"serve-{uuid.uuid4().hex[:8]}.log"
-        full_env = {**os.environ, **app[1], **env}
+        full_env = {**os.environ, **env}
         if "REDIS_URL" not in env:
             full_env.pop("REDIS_URL", None)
         command = [
             sys.executable, "-m", "service.cli", "serve",
             "--port", str(self.port), "--workers", "1",
-            "--data-dir", str(data_dir), "--app", app[0],
+            "--data-dir", str(data_dir),
         ]  # fmt: skip
         with self.log.open("wb") as log:
             # Own session: a signal sent to it reaches serve alone, like a terminal's
@@ -244,12 +213,12 @@ class Serve:
 
 
 @pytest.fixture
-def serve(tmp_path: Path, app_spec: tuple[str, dict[str, str]]) -> Iterator:
+def serve(tmp_path: Path) -> Iterator:
     """A factory of ``Serve`` processes, all stopped (and their children killed) at teardown."""
     started: list[Serve] = []
 
     def start(data_dir: Path | None = None, **env: str) -> Serve:
-        process = Serve(tmp_path, app_spec, data_dir or tmp_path / "data", **env)
+        process = Serve(tmp_path, data_dir or tmp_path / "data", **env)
         started.append(process)
         return process
 
@@ -298,10 +267,22 @@ def test_ctrl_c_leaves_no_server_or_gunicorn_behind(serve) -> None:
     assert sum("gunicorn" in c for c in children.values()) >= 2, children  # master + worker
     port = service.embedded_port()
 
-    assert service.stop(signal.SIGINT) == 0
+    # A terminal's Ctrl-C signals the whole foreground process group, not one process.
+    os.killpg(service.proc.pid, signal.SIGINT)
+    assert service.proc.wait(STOP_TIMEOUT) == 0
     wait_for(lambda: not any(alive(pid) for pid in children), 10, "children to exit")
     assert not ping("127.0.0.1", port)
     assert "embedded valkey-server stopped" in service.output()
+
+
+def test_even_a_killed_serve_leaves_nothing_behind(serve) -> None:
+    """SIGKILL gives serve no chance to clean up; the kernel's parent-death signal does."""
+    service = serve()
+    service.wait_healthy()
+    children = dict(service.seen)
+    service.proc.kill()
+    service.proc.wait()
+    wait_for(lambda: not any(alive(pid) for pid in children), 20, "orphans to exit")
 
 
 def test_sigterm_stops_cleanly_too(serve) -> None:
@@ -410,18 +391,16 @@ def _as_local_command(argv: list[str]) -> list[str]:
 
 
 def test_dockerfile_cmd_and_healthcheck_run_against_a_real_redis(
-    own_redis: int, app_spec: tuple[str, dict[str, str]], tmp_path: Path
+    own_redis: int, tmp_path: Path
 ) -> None:
     spec = dockerfile()
     cmd = _as_local_command(exec_form(spec["CMD"][0]))
-    cmd[-1] = app_spec[0]  # the same app, unless the real one is not built yet
     health = spec["HEALTHCHECK"][0]
     health_cmd = _as_local_command(exec_form(health[health.index("CMD") + 3 :].strip()))
     port = free_port()
     env = {
         **os.environ,
         **docker_env(),
-        **app_spec[1],
         "PORT": str(port),  # like `docker run -e PORT=...`: the test must not take 8000
         "REDIS_URL": f"redis://127.0.0.1:{own_redis}/0",
     }
@@ -429,8 +408,10 @@ def test_dockerfile_cmd_and_healthcheck_run_against_a_real_redis(
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log)
     try:
         wait_for(
-            lambda: subprocess.run(health_cmd, env=env, capture_output=True).returncode == 0
-            or proc.poll() is not None,
+            lambda: (
+                subprocess.run(health_cmd, env=env, capture_output=True).returncode == 0
+                or proc.poll() is not None
+            ),
             START_TIMEOUT,
             "the HEALTHCHECK to pass",
         )
