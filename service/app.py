@@ -26,6 +26,7 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_ADMIN_TOKEN": None,
     "ARENA_RATE_LIMIT": 1200,  # requests per window per token (or per address); 0: off
     "ARENA_RATE_WINDOW": 60,  # seconds
+    "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     "MAX_CONTENT_LENGTH": 16 * 1024,
 }
 
@@ -39,8 +40,12 @@ def config_from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
     for name, default in DEFAULTS.items():
         if name in env:
             value: Any = env[name]
-            if isinstance(default, int):
+            if isinstance(default, bool) or default is None:
+                pass
+            elif isinstance(default, int):
                 value = int(value)
+            elif isinstance(default, float):
+                value = float(value)
             out[name] = value
     return out
 
@@ -60,7 +65,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         health_check_interval=30,
     )
     store = Store(client, app.config["ARENA_KEY_PREFIX"])
-    app.extensions["arena"] = Arena(store)
+    app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
 
     register_error_handlers(app)
     app.register_blueprint(api.bp)

@@ -73,8 +73,9 @@ def parse_event_id(text: str | None) -> tuple[int, int] | None:
 class Arena:
     """Use cases over one ``Store``. Holds no game data between requests."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, keepalive_s: float = KEEPALIVE_S) -> None:
         self.store = store
+        self.keepalive_s = keepalive_s
 
     # --- bots ------------------------------------------------------------------------------
 
@@ -431,7 +432,7 @@ class Arena:
                         return
                     version = g.version
                     while True:
-                        msg = pubsub.get_message(timeout=KEEPALIVE_S)
+                        msg = pubsub.get_message(timeout=self.keepalive_s)
                         if msg is None:
                             current = store.get_version(game_id)
                             if current is not None and current != version:

@@ -1,0 +1,201 @@
+"""Idempotent retries, long-poll wake-ups and SSE resumption."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from service.engine import new_game, redact_event
+
+
+def test_same_key_applies_once_with_identical_body(api):
+    game_id, tokens = api.table(4, 5)
+    v = api.view(game_id).json
+    t = tokens[v["turn"]]
+    h = {"Idempotency-Key": "k-1"}
+    first = api.act(game_id, t, "beg", headers=h)
+    assert first.status_code == 200
+    second = api.act(game_id, t, "beg", headers=h)
+    assert second.status_code == 200
+    assert second.get_data() == first.get_data()
+    assert api.view(game_id).json["version"] == v["version"] + 1
+    # The game moves on; the retry still gets the first answer, byte for byte.
+    dealer = api.view(game_id).json["turn"]
+    assert api.act(game_id, tokens[dealer], "run_pack").status_code == 200
+    third = api.act(game_id, t, "beg", headers=h)
+    assert third.get_data() == first.get_data()
+    assert api.view(game_id).json["version"] == v["version"] + 2
+
+
+def test_same_key_other_body_is_a_problem(api):
+    game_id, tokens = api.table(2, 8)
+    v = api.view(game_id).json
+    t = tokens[v["turn"]]
+    assert api.act(game_id, t, "stand", headers={"Idempotency-Key": "x"}).status_code == 200
+    r = api.act(game_id, t, "beg", headers={"Idempotency-Key": "x"})
+    assert r.status_code == 422
+    assert r.json["type"] == "/problems/idempotency-key-reused"
+
+
+def test_concurrent_retries_with_one_key_apply_once(app, api):
+    game_id, tokens = api.table(4, 9)
+    v = api.view(game_id).json
+    t = tokens[v["turn"]]
+    bodies = []
+
+    def go():
+        c = app.test_client()
+        r = c.post(f"/games/{game_id}/actions", json={"action": "stand"},
+                   headers={"Authorization": f"Bearer {t}", "Idempotency-Key": "same"})
+        bodies.append((r.status_code, r.get_data()))
+
+    threads = [threading.Thread(target=go) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert {s for s, _ in bodies} == {200}
+    assert len({b for _, b in bodies}) == 1
+    assert api.view(game_id).json["version"] == v["version"] + 1
+
+
+def test_long_poll_wakes_promptly(app, api):
+    game_id, tokens = api.table(4, 21)
+    v = api.view(game_id).json
+    beggar, dealer = v["turn"], v["dealer"]
+    answer = {}
+
+    def wait():
+        c = app.test_client()
+        start = time.monotonic()
+        r = c.get(f"/games/{game_id}/turn", query_string={"timeout": 10},
+                  headers={"Authorization": f"Bearer {tokens[dealer]}"})
+        answer.update(r.json, took=time.monotonic() - start, at=time.monotonic())
+
+    th = threading.Thread(target=wait)
+    th.start()
+    time.sleep(0.3)
+    assert "took" not in answer  # still waiting: not the dealer's turn
+    acted = time.monotonic()
+    assert api.act(game_id, tokens[beggar], "beg").status_code == 200
+    th.join(5)
+    assert answer["timed_out"] is False
+    assert answer["view"]["your_turn"] is True
+    assert answer["view"]["legal_actions"] == ["give_one", "run_pack"]
+    assert answer["at"] - acted < 1.0
+
+
+def test_long_poll_after_version_and_timeout(api):
+    game_id, tokens = api.table(2, 4)
+    v = api.view(game_id).json
+    r = api.c.get(f"/games/{game_id}/turn", query_string={"after": v["version"] - 1})
+    assert r.json["timed_out"] is False
+    start = time.monotonic()
+    other = tokens[1 - v["turn"]]
+    r = api.c.get(f"/games/{game_id}/turn", query_string={"timeout": 0.3},
+                  headers=api.auth(other))
+    assert r.json["timed_out"] is True and 0.25 < time.monotonic() - start < 3
+
+
+def test_bot_turns_long_poll(app, api):
+    b0, t0 = api.bot("solo")
+    b1, t1 = api.bot("duo")
+    game = api.game(t0, 2, seats=[b0, b1], seed=3)
+    turn_bot = [t0, t1][api.view(game["id"]).json["turn"]]
+    r = api.c.get("/bots/me/turns", query_string={"timeout": 0}, headers=api.auth(turn_bot))
+    assert r.json == {"timed_out": False, "games": [game["id"]]}
+    other = t1 if turn_bot == t0 else t0
+    got = {}
+
+    def wait():
+        c = app.test_client()
+        got.update(c.get("/bots/me/turns", query_string={"timeout": 10},
+                         headers={"Authorization": f"Bearer {other}"}).json)
+
+    th = threading.Thread(target=wait)
+    th.start()
+    time.sleep(0.2)
+    assert api.act(game["id"], turn_bot, "beg").status_code == 200
+    th.join(5)
+    assert got == {"timed_out": False, "games": [game["id"]]}
+
+
+def _parse_sse(chunks):
+    events, comments = [], []
+    for chunk in chunks:
+        text = chunk.decode() if isinstance(chunk, bytes) else chunk
+        for block in text.split("\n\n"):
+            if not block.strip():
+                continue
+            if block.startswith(":"):
+                comments.append(block)
+                continue
+            fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+            if "id" in fields:
+                events.append(fields)
+    return events, comments
+
+
+def _read(resp, n):
+    """Pull chunks from a streamed test response until ``n`` events have come."""
+    got = []
+    it = iter(resp.response)
+    while len(_parse_sse(got)[0]) < n:
+        got.append(next(it))
+    return got, it
+
+
+def test_sse_redacted_resume_and_keepalive(key_prefix, api):
+    import json
+
+    from service.app import create_app
+    from tests.conftest import REDIS_URL
+
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 0, "ARENA_SSE_KEEPALIVE": 0.2})
+    c = app.test_client()
+    api.c = c
+    game_id, tokens = api.table(4, 33)
+    seat = api.view(game_id).json["turn"]
+    _, start_events = new_game(4, 33)
+    expected = [redact_event(e, seat) for e in start_events]
+    resp = c.get(f"/games/{game_id}/events", headers=api.auth(tokens[seat]), buffered=False)
+    assert resp.mimetype == "text/event-stream"
+    chunks, it = _read(resp, len(expected))
+    events, _ = _parse_sse(chunks)
+    assert [json.loads(e["data"]) for e in events] == expected
+    assert [e["id"] for e in events] == [f"0.{i}" for i in range(len(expected))]
+    # Nothing happens: keep-alive comments come.
+    comments = []
+    while not comments:
+        comments = _parse_sse([next(it)])[1]
+    assert comments[0] == ": keep-alive"
+    # An action arrives on the open stream.
+    assert api.act(game_id, tokens[seat], "stand").status_code == 200
+    more = []
+    while not _parse_sse(more)[0]:
+        more.append(next(it))
+    new, _ = _parse_sse(more)
+    assert new[0]["id"] == "1.0" and new[0]["event"] == "stand"
+    resp.close()
+    # Resume from the middle: exactly the rest, nothing twice.
+    resp = c.get(f"/games/{game_id}/events",
+                 headers={**api.auth(tokens[seat]), "Last-Event-ID": "0.1"}, buffered=False)
+    chunks, it = _read(resp, len(expected) - 2 + 1)
+    events, _ = _parse_sse(chunks)
+    assert [e["id"] for e in events][: len(expected) - 2] == [
+        f"0.{i}" for i in range(2, len(expected))
+    ]
+    resp.close()
+
+
+def test_sse_finished_game_ends_with_game_over(api):
+    import random
+
+    game_id, tokens = api.table(2, 12)
+    api.play_out(game_id, tokens, random.Random(1))
+    resp = api.c.get(f"/games/{game_id}/events")
+    events, _ = _parse_sse([resp.get_data()])
+    assert events[-1]["event"] == "game_over"
+    ids = [tuple(map(int, e["id"].split("."))) for e in events]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
