@@ -1,0 +1,146 @@
+"""The strength ladder of the reference bots, through the engine (no HTTP).
+
+Every pairing plays duplicate deals: each game seed is played twice with the teams'
+strategies swapped, so both bots get every set of cards and the luck of the deal largely
+cancels. Games are 4-player (partners share a strategy) to the default target, 14.
+Prints one JSON line: per pairing, games, the first bot's game win rate with a 95%
+Wilson interval, and its mean point margin per hand with a 95% interval (clustered by
+duplicate pair, since hands of one game are not independent).
+
+Targets (issue 4): heuristic beats random in >= 90% of >= 400 games; search beats
+heuristic in >= 60% of >= 200 games at <= 0.1 s a move on one core.
+
+    python bench/strength.py [--games 400] [--pairings heuristic-random,search-heuristic]
+                             [--move-time 0.1] [--seed 1] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing
+import platform
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from clients.strategies import get_strategy
+from clients.strategies.duel import GameResult, duplicate_pair
+
+Z95 = 1.959964
+
+
+def wilson(wins: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval: sound at rates near 0 or 1, unlike the normal one."""
+    if n == 0:
+        return 0.0, 1.0
+    p = wins / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def margin_interval(pairs: list[list[GameResult]], z: float = Z95) -> tuple[float, float, float]:
+    """Mean margin per hand as a ratio estimator over duplicate pairs, with its interval.
+
+    Hands within a game (and the two games of a pair) share cards and scores, so the
+    pair, not the hand, is the independent unit: ratio = sum of margins / sum of hands,
+    variance by the delta method over pairs.
+    """
+    m = [sum(sum(g.hand_margins) for g in pair) for pair in pairs]
+    h = [sum(len(g.hand_margins) for g in pair) for pair in pairs]
+    n = len(pairs)
+    ratio = sum(m) / sum(h)
+    if n < 2:
+        return ratio, -math.inf, math.inf
+    h_bar = sum(h) / n
+    var = sum((mi - ratio * hi) ** 2 for mi, hi in zip(m, h)) / (n - 1) / n / h_bar**2
+    half = z * math.sqrt(var)
+    return ratio, ratio - half, ratio + half
+
+
+def _options(name: str, move_time: float, seed: int) -> dict:
+    if name == "search":
+        return {"move_time": move_time, "seed": seed}
+    if name == "random":
+        return {"seed": seed}
+    return {}
+
+
+def play_pair(seed: int, a: str, b: str, move_time: float) -> list[GameResult]:
+    """One duplicate pair (two games) of ``a`` against ``b``; results from ``a``'s side."""
+    return duplicate_pair(
+        lambda: get_strategy(a, **_options(a, move_time, seed)),
+        lambda: get_strategy(b, **_options(b, move_time, seed + 1)),
+        seed,
+    )
+
+
+def run_pairing(
+    a: str, b: str, pairs: int, seed: int, move_time: float, jobs: int
+) -> dict[str, object]:
+    start = time.perf_counter()
+    seeds = [seed * 1_000_003 + i for i in range(pairs)]
+    work = partial(play_pair, a=a, b=b, move_time=move_time)
+    if jobs > 1:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            results = pool.map(work, seeds, chunksize=1)
+    else:
+        results = [work(s) for s in seeds]
+    games = [g for pair in results for g in pair]
+    wins = sum(g.winner == 0 for g in games)
+    low, high = wilson(wins, len(games))
+    mean, m_low, m_high = margin_interval(results)
+    return {
+        "pairing": f"{a}-{b}",
+        "games": len(games),
+        "duplicate_pairs": pairs,
+        "wins": wins,
+        "win_rate": round(wins / len(games), 4),
+        "win_rate_ci95": [round(low, 4), round(high, 4)],
+        "hands": sum(len(g.hand_margins) for g in games),
+        "margin_per_hand": round(mean, 3),
+        "margin_per_hand_ci95": [round(m_low, 3), round(m_high, 3)],
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--games", type=int, default=400, help="games per pairing (even)")
+    parser.add_argument(
+        "--pairings",
+        default="heuristic-random,search-heuristic",
+        help="comma-separated A-B pairs, e.g. heuristic-random,search-heuristic,search-random",
+    )
+    parser.add_argument("--move-time", type=float, default=0.1, help="search seconds a move")
+    parser.add_argument("--seed", type=int, default=1, help="first deal sequence")
+    parser.add_argument("--jobs", type=int, default=1, choices=(1, 2), help="processes (<= 2)")
+    args = parser.parse_args()
+    pairs = max(1, args.games // 2)
+    out = []
+    for pairing in args.pairings.split(","):
+        a, _, b = pairing.strip().partition("-")
+        out.append(run_pairing(a, b, pairs, args.seed, args.move_time, args.jobs))
+    result = {
+        "bench": "strength",
+        "python": platform.python_version(),
+        "players": 4,
+        "target": 14,
+        "move_time": args.move_time,
+        "seed": args.seed,
+        "jobs": args.jobs,
+        "pairings": out,
+        "targets": {"heuristic-random": 0.9, "search-heuristic": 0.6},
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""A rule-of-thumb All Fours player: the middle rung of the strength ladder.
+
+Only two things can be won by playing the cards well: the Jack (keep your own from being
+hung for 3, hang the opponents') and Game (win the tens and honours). High and Low go to
+whoever was *dealt* the cards (R17, R18), so the play below is all about the jack of
+trumps and card points, and about not spending a high trump where a low card will do.
+
+The decisions before play weigh trump strength against the score: beg or stand (R8),
+give one or run the pack (R9).
+"""
+
+from __future__ import annotations
+
+from service.engine.cards import GAME_POINTS, JACK, SUIT_MASK, parse_card
+
+from .base import View
+from .knowledge import Knowledge, bits, read_view
+
+# Trump strength of one card: the honours that win tricks and the jack that scores.
+_TRUMP_WEIGHT = {12: 3.0, 11: 2.5, 10: 2.0, JACK: 3.0, 8: 1.5}
+STAND_THRESHOLD = 5.0
+GIVE_ONE_THRESHOLD = 5.5
+RISK = 0.1  # a card this unlikely to be beaten counts as safe
+JACK_RISK = 0.1  # our jack risks 4 points (1 lost, 3 given): play it only when safer
+
+
+class HeuristicStrategy:
+    """Sound, readable All Fours play from the seat view alone."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = seed  # unused: the heuristic is deterministic; kept for a uniform API
+
+    def choose(self, view: View, legal: list[str]) -> str:
+        if len(legal) == 1:
+            return legal[0]
+        k = read_view(view)
+        if "stand" in legal:
+            return stand_or_beg(k)
+        if "run_pack" in legal:
+            return give_one_or_run(k, legal)
+        cards = [parse_card(a) for a in legal]
+        return _name(choose_card(k, cards), legal)
+
+
+def _name(card: int, legal: list[str]) -> str:
+    for a in legal:
+        if parse_card(a) == card:
+            return a
+    raise AssertionError("chosen card is not legal")
+
+
+# --- before play ------------------------------------------------------------------------
+
+
+def trump_strength(hand: int, trump: int) -> float:
+    """How much a hand is worth with ``trump`` as trumps: honours, the jack, and length."""
+    return sum(_TRUMP_WEIGHT.get(c % 13, 1.0) for c in bits(hand & SUIT_MASK[trump]))
+
+
+def stand_or_beg(k: Knowledge) -> str:
+    """Stand on a good trump hand; beg otherwise (R8).
+
+    When the dealer's team is within a few points of the target a run of the pack may
+    kick them home (R6, R9), so the beggar then stands on less.
+    """
+    trump = k.kicks[-1] // 13
+    need = STAND_THRESHOLD
+    if k.target - k.scores[k.dealer & 1] <= 3:
+        need -= 2.0
+    return "stand" if trump_strength(k.hand, trump) >= need else "beg"
+
+
+def give_one_or_run(k: Knowledge, legal: list[str]) -> str:
+    """Give one only with a strong hand in the kicked suit, and never when it hands the
+    beggar's team the game; run the pack when the kicks could win it for us (R9, R22)."""
+    if "give_one" not in legal:
+        return "run_pack"
+    trump = k.kicks[-1] // 13
+    beggar_team, our_team = k.beggar & 1, k.dealer & 1
+    if k.scores[beggar_team] + 1 >= k.target:
+        return "run_pack"
+    if k.target - k.scores[our_team] <= 2:
+        return "run_pack"
+    return "give_one" if trump_strength(k.hand, trump) >= GIVE_ONE_THRESHOLD else "run_pack"
+
+
+# --- the trick ----------------------------------------------------------------------------
+
+
+def beats(c: int, best: int, trump: int) -> bool:
+    """R16: does ``c`` take the lead from ``best``, the card winning the trick so far?"""
+    if c // 13 == best // 13:
+        return c > best
+    return c // 13 == trump
+
+
+def trick_winner(k: Knowledge) -> tuple[int, int]:
+    """The card winning the current trick and the seat that played it."""
+    best, best_i = k.trick[0], 0
+    for i, c in enumerate(k.trick):
+        if beats(c, best, k.trump):
+            best, best_i = c, i
+    return best, (k.leader + best_i) % k.players
+
+
+def later_seats(k: Knowledge) -> list[int]:
+    """The seats still to play to the current trick after this one."""
+    start = len(k.trick) + 1
+    return [(k.leader + i) % k.players for i in range(start, k.players)]
+
+
+def beat_risk(k: Knowledge, c: int, seats: list[int]) -> float:
+    """The chance that one of ``seats`` holds a card that beats ``c``.
+
+    Each unseen card is in a given seat's hand with odds of hand size over unseen cards
+    (the rest lie in the stock), unless a revealed void rules it out; cards are treated
+    as independent, which is close enough to steer play.
+    """
+    if not seats:
+        return 0.0
+    unseen = k.unseen
+    total = unseen.bit_count() or 1
+    none = 1.0
+    for x in bits(unseen):
+        if beats(x, c, k.trump):
+            p = sum(k.hand_sizes[s] for s in seats if not k.forbidden[s] >> x & 1) / total
+            none *= max(0.0, 1.0 - p)
+    return 1.0 - none
+
+
+def could_beat(k: Knowledge, c: int, seats: list[int]) -> bool:
+    """Is ``c`` at real risk of being beaten by one of ``seats``? (Our jack: any risk.)"""
+    limit = JACK_RISK if c == k.trump * 13 + JACK else RISK
+    return beat_risk(k, c, seats) > limit
+
+
+def is_opponent(k: Knowledge, seat: int) -> bool:
+    return seat & 1 != k.team
+
+
+def cost(c: int, trump: int) -> float:
+    """What giving up ``c`` costs: card points, trump rank, and above all our jack."""
+    value = GAME_POINTS[c] + (c % 13) / 13
+    if c // 13 == trump:
+        value += 6 + c % 13
+        if c % 13 == JACK:
+            value += 30
+    return value
+
+
+def cheapest(cards: list[int], trump: int) -> int:
+    return min(cards, key=lambda c: cost(c, trump))
+
+
+def choose_card(k: Knowledge, legal: list[int]) -> int:
+    if not k.trick:
+        return lead(k, legal)
+    return follow(k, legal)
+
+
+def follow(k: Knowledge, legal: list[int]) -> int:
+    """Play to a trick someone else led."""
+    best, winner_seat = trick_winner(k)
+    later = later_seats(k)
+    opponents_later = [s for s in later if is_opponent(k, s)]
+    winners = [c for c in legal if beats(c, best, k.trump)]
+    safe = [c for c in winners if not could_beat(k, c, opponents_later)]
+    jack = k.trump * 13 + JACK
+    at_stake = sum(GAME_POINTS[c] for c in k.trick) + (12 if jack in k.trick else 0)
+    if not is_opponent(k, winner_seat):
+        if not could_beat(k, best, opponents_later):
+            return feed_partner(k, legal)
+        if at_stake >= 10 and safe:  # partner's card may fall: make the trick ours
+            return cheapest(safe, k.trump)
+        return cheapest(legal, k.trump)
+    own_jack_safe = [c for c in safe if c == jack]
+    if own_jack_safe:
+        return jack  # our jack takes a trick for us: it scores 1 and cannot be hung
+    winners = [c for c in winners if c != jack]
+    safe = [c for c in safe if c != jack]
+    tens = [c for c in safe if c % 13 == 8]
+    if tens:
+        return tens[0]  # a ten that takes the trick brings its own 10 Game points home
+    if safe and (at_stake > 0 or not _is_trump(safe, k.trump) or len(later) == 0):
+        return cheapest(safe, k.trump)
+    if winners and at_stake >= 10:
+        return cheapest(winners, k.trump)
+    non_trump_winners = [c for c in winners if c // 13 != k.trump]
+    if non_trump_winners:
+        return cheapest(non_trump_winners, k.trump)
+    return cheapest(legal, k.trump)
+
+
+def _opponents(k: Knowledge) -> list[int]:
+    return [s for s in range(k.players) if is_opponent(k, s)]
+
+
+def _is_trump(cards: list[int], trump: int) -> bool:
+    return all(c // 13 == trump for c in cards)
+
+
+def feed_partner(k: Knowledge, legal: list[int]) -> int:
+    """Partner holds the trick safely: give it our jack or a ten, else our lowest card."""
+    jack = k.trump * 13 + JACK
+    if jack in legal:
+        return jack
+    counters = [c for c in legal if c // 13 != k.trump and GAME_POINTS[c] >= 2]
+    if counters:
+        return max(counters, key=lambda c: GAME_POINTS[c])
+    return cheapest(legal, k.trump)
+
+
+def lead(k: Knowledge, legal: list[int]) -> int:
+    """Lead: draw trumps when strong, hunt the opponents' jack, else a safe side card."""
+    trump = k.trump
+    ours = [c for c in legal if c // 13 == trump]
+    outstanding = [c for c in bits(k.unseen & SUIT_MASK[trump])]
+    jack = trump * 13 + JACK
+    if ours and outstanding:
+        top = max(ours)
+        we_hold_top = top > max(outstanding)
+        hunting = jack in outstanding and top > jack and len(ours) >= 2
+        strong = len(ours) >= 3 and we_hold_top
+        if top != jack and (strong or hunting or (we_hold_top and jack in ours)):
+            return top
+        if jack in ours and not could_beat(k, jack, _opponents(k)):
+            return jack  # nothing above it is likely out: cash our jack now
+    side = [c for c in legal if c // 13 != trump]
+    if side:
+        aces = [c for c in side if c % 13 == 12]
+        if aces:
+            return aces[0]
+        plain = [c for c in side if GAME_POINTS[c] < 10] or side
+        return cheapest(plain, trump)
+    non_jack = [c for c in legal if c != jack] or legal
+    return min(non_jack)

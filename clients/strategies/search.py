@@ -1,0 +1,292 @@
+"""A determinized Monte Carlo player ("perfect information Monte Carlo").
+
+For each decision in play it repeatedly deals the cards it cannot see in a way that
+agrees with everything its seat has seen — its own hand, the kicks, every card played
+this hand, and the voids the plays revealed (R14, R15) — builds an engine ``State`` from
+that deal, and plays every legal card out to the end of the hand with a quick rollout
+policy. The card with the best mean result for its team (the hand's point margin, plus a
+bonus for winning the game) is played. Evaluating all candidate cards on the same deals
+cancels most of the luck of the deal out of the comparison.
+
+It never reads hidden state: the only input is the seat view. The decisions before play
+(stand or beg, give one or run) use the heuristic player's judgement.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from service.engine.cards import GAME_POINTS, JACK, cards_of, parse_card
+from service.engine.game import apply
+from service.engine.play import legal_play_mask, winning_index
+from service.engine.state import OVER, PLAY, State
+from service.engine.variants import Variants
+
+from . import heuristic
+from .base import View
+from .knowledge import Knowledge, bits, read_view
+
+DEFAULT_MOVE_TIME = 0.1
+WIN_VALUE = 10.0  # a won (lost) game is worth this many hand points on top of the margin
+
+# Cost of giving a card up, per trump suit (see ``heuristic.cost``), precomputed so the
+# rollout policy is a few list lookups a move.
+_COST = [[heuristic.cost(c, t) for c in range(52)] for t in range(4)]
+
+
+class SearchStrategy:
+    """Determinized Monte Carlo over the rules engine, within a per-move budget.
+
+    ``move_time`` seconds a move (default 0.1), or, when ``simulations`` is given, that
+    many sampled deals a move whatever the time (reproducible, for tests and benches).
+    ``epsilon`` is the rollout policy's share of random moves.
+    """
+
+    def __init__(
+        self,
+        seed: int | None = None,
+        move_time: float = DEFAULT_MOVE_TIME,
+        simulations: int | None = None,
+        epsilon: float = 0.1,
+    ) -> None:
+        self.rng = random.Random(seed)
+        self.move_time = move_time
+        self.simulations = simulations
+        self.epsilon = epsilon
+        self.heuristic = heuristic.HeuristicStrategy()
+        self._variants: dict[tuple, Variants] = {}
+
+    def choose(self, view: View, legal: list[str]) -> str:
+        if len(legal) == 1:
+            return legal[0]
+        if view.get("decision") != PLAY:
+            return self.heuristic.choose(view, legal)
+        k = read_view(view)
+        cards = [parse_card(a) for a in legal]
+        scores = self.evaluate(k, view, cards)
+        best = max(cards, key=lambda c: scores[c])
+        return legal[cards.index(best)]
+
+    def evaluate(self, k: Knowledge, view: View, cards: list[int]) -> dict[int, float]:
+        """Mean rollout value of each card over sampled deals, within the budget."""
+        variants = self._variants_of(view)
+        totals = dict.fromkeys(cards, 0.0)
+        deadline = time.perf_counter() + self.move_time
+        n = 0
+        while True:
+            state = determinize(k, view, variants, self.rng)
+            for c in cards:
+                s, _ = apply(state, c)
+                totals[c] += rollout(s, k.team, self.rng, self.epsilon)
+            n += 1
+            if self.simulations is not None:
+                if n >= self.simulations:
+                    break
+            elif time.perf_counter() >= deadline:
+                break
+        return {c: t / n for c, t in totals.items()}
+
+    def _variants_of(self, view: View) -> Variants:
+        raw = view.get("variants") or {}
+        key = tuple(sorted(raw.items()))
+        v = self._variants.get(key)
+        if v is None:
+            v = self._variants[key] = Variants.from_dict(raw)
+        return v
+
+
+# --- sampling the unseen cards ------------------------------------------------------------
+
+
+def sample_hands(k: Knowledge, rng: random.Random) -> tuple[list[int], list[int]]:
+    """Deal the unseen cards: hands (masks, the seat's own as it is) and the stock.
+
+    Every other seat gets exactly ``hand_sizes[seat]`` cards, none it is known not to hold
+    (``Knowledge.forbidden``); the rest go to the stock, which takes anything. Cards are
+    dealt most-constrained first to seats chosen in proportion to the room they have left,
+    which is how a real deal spreads cards; if that paints itself into a corner (rare: only
+    when many voids are known) a randomized bipartite matching finds a consistent deal.
+    """
+    n = k.players
+    others = [s for s in range(n) if s != k.seat]
+    unseen = bits(k.unseen)
+    room = {s: k.hand_sizes[s] for s in others}
+    stock_room = len(unseen) - sum(room.values())
+    if stock_room < 0:
+        raise ValueError("view is inconsistent: more hidden cards in hands than unseen cards")
+    allowed = {c: [s for s in others if not k.forbidden[s] >> c & 1] for c in unseen}
+    for _ in range(20):
+        dealt = _greedy_deal(unseen, allowed, room, stock_room, rng)
+        if dealt is not None:
+            return _finish(k, dealt, rng)
+    return _finish(k, _matching_deal(unseen, allowed, room, stock_room, rng), rng)
+
+
+_STOCK = -1
+
+
+def _greedy_deal(
+    unseen: list[int],
+    allowed: dict[int, list[int]],
+    room: dict[int, int],
+    stock_room: int,
+    rng: random.Random,
+) -> dict[int, int] | None:
+    left = dict(room)
+    left[_STOCK] = stock_room
+    order = unseen[:]
+    rng.shuffle(order)
+    order.sort(key=lambda c: len(allowed[c]))
+    out: dict[int, int] = {}
+    for c in order:
+        places = [s for s in allowed[c] if left[s]]
+        if left[_STOCK]:
+            places.append(_STOCK)
+        if not places:
+            return None
+        total = sum(left[s] for s in places)
+        r = rng.randrange(total)
+        for s in places:
+            r -= left[s]
+            if r < 0:
+                break
+        out[c] = s
+        left[s] -= 1
+    return out
+
+
+def _matching_deal(
+    unseen: list[int],
+    allowed: dict[int, list[int]],
+    room: dict[int, int],
+    stock_room: int,
+    rng: random.Random,
+) -> dict[int, int]:
+    """A consistent deal by augmenting paths (Kuhn), with random orders for variety."""
+    slots: list[int] = [s for s, r in room.items() for _ in range(r)] + [_STOCK] * stock_room
+    slot_of: dict[int, int] = {}  # card -> slot index
+    card_in: dict[int, int] = {}  # slot index -> card
+
+    def fits(c: int, i: int) -> bool:
+        return slots[i] == _STOCK or slots[i] in allowed[c]
+
+    def place(c: int, seen: set[int]) -> bool:
+        order = list(range(len(slots)))
+        rng.shuffle(order)
+        for i in order:
+            if i in seen or not fits(c, i):
+                continue
+            seen.add(i)
+            if i not in card_in or place(card_in[i], seen):
+                card_in[i] = c
+                slot_of[c] = i
+                return True
+        return False
+
+    cards = unseen[:]
+    rng.shuffle(cards)
+    for c in cards:
+        if not place(c, set()):
+            raise ValueError("no deal of the unseen cards agrees with the revealed voids")
+    return {c: slots[i] for c, i in slot_of.items()}
+
+
+def _finish(k: Knowledge, dealt: dict[int, int], rng: random.Random) -> tuple[list[int], list[int]]:
+    hands = [0] * k.players
+    hands[k.seat] = k.hand
+    stock = []
+    for c, s in dealt.items():
+        if s == _STOCK:
+            stock.append(c)
+        else:
+            hands[s] |= 1 << c
+    rng.shuffle(stock)
+    return hands, stock
+
+
+def determinize(k: Knowledge, view: View, variants: Variants, rng: random.Random) -> State:
+    """An engine state for one sampled deal that agrees with everything the seat saw."""
+    hands, stock = sample_hands(k, rng)
+    s = State.__new__(State)
+    s.players = k.players
+    s.seed = rng.getrandbits(32)  # only shuffles the hands after this one
+    s.variants = variants
+    s.first_dealer = k.dealer
+    s.ply = view.get("ply", 0)
+    s.scores = list(k.scores)
+    s.hand_no = view.get("hand_number", 1) - 1
+    s.deal_no = 0
+    s.dealer = k.dealer
+    s.phase = PLAY
+    s.turn = view["turn"]
+    s.hands = hands
+    s.dealt = [h | p for h, p in zip(hands, k.played_by)]
+    s.stock = stock
+    s.kicks = list(k.kicks)
+    s.beg = view.get("beg")
+    s.trump = k.trump
+    s.leader = k.leader
+    s.trick = list(k.trick)
+    s.tricks = [[lead, cards, w] for lead, cards, w in k.tricks]
+    s.items = []
+    s.last_items = []
+    s.winner = None
+    return s
+
+
+# --- playing a sampled deal out -----------------------------------------------------------
+
+
+def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
+    """Play to the end of the hand with ``rollout_card``; the value for ``team``.
+
+    The value is the hand's point margin (items scored after the search began), plus
+    ``WIN_VALUE`` if the game ended this hand in ``team``'s favour (minus, against).
+    """
+    hand_no = s.hand_no
+    while s.phase == PLAY and s.hand_no == hand_no:
+        s, _ = apply(s, rollout_card(s, rng, epsilon))
+    if s.hand_no == hand_no:  # the game ended during this hand's scoring
+        items = s.items
+        bonus = WIN_VALUE if s.phase == OVER and s.winner == team else -WIN_VALUE
+    else:
+        items = s.last_items
+        bonus = 0.0
+    margin = 0.0
+    for _item, t, points, _detail in items:
+        if t is not None:
+            margin += points if t == team else -points
+    return margin + bonus
+
+
+def rollout_card(s: State, rng: random.Random, epsilon: float) -> int:
+    """A quick, decent card for the seat in turn: win what is worth winning cheaply,
+    otherwise throw the cheapest card; now and then (``epsilon``) any legal card."""
+    trump = s.trump
+    cards = cards_of(legal_play_mask(s.hands[s.turn], s.trick, trump, s.variants))
+    if len(cards) == 1:
+        return cards[0]
+    if rng.random() < epsilon:
+        return rng.choice(cards)
+    cost = _COST[trump]
+    trick = s.trick
+    if not trick:
+        return min(cards, key=cost.__getitem__)
+    n = s.players
+    i = winning_index(trick, trump)
+    best = trick[i]
+    partner_winning = n == 4 and len(trick) - i == 2
+    if partner_winning:
+        if len(trick) == n - 1:
+            return max(cards, key=lambda c: GAME_POINTS[c] - (c // 13 == trump) * 20)
+        return min(cards, key=cost.__getitem__)
+    best_suit = best // 13
+    winners = [c for c in cards if (c > best if c // 13 == best_suit else c // 13 == trump)]
+    if winners:
+        jack = trump * 13 + JACK
+        stake = sum(GAME_POINTS[c] for c in trick) + (10 if jack in trick else 0)
+        cheap = min(winners, key=cost.__getitem__)
+        if stake or cheap // 13 != trump or len(trick) == n - 1:
+            return cheap
+    return min(cards, key=cost.__getitem__)
