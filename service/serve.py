@@ -84,7 +84,9 @@ def serve(
                 f"(data in {embedded.data_dir}, append-only)"
             )
         command = gunicorn_command(host, port, workers, app)
-        _log(f"starting {' '.join(command[1:])}; open http://{host}:{port}/healthz")
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        _log(f"starting {' '.join(command[1:])}")
+        _log(f"open http://{shown}:{port}/docs for the API page (Ctrl-C stops)")
         gunicorn = subprocess.Popen(
             command,
             env=env,
