@@ -22,6 +22,7 @@ from . import play, scoring
 from .actions import BEG, GIVE_ONE, RUN_PACK, STAND, Action, action_name
 from .cards import ACE, CARD_NAMES, DECK, JACK, SIX, SUITS, TWO, Card, cards_of
 from .errors import IllegalAction
+from .play import legal_play_mask, winning_index
 from .state import (
     BEGGED,
     GAVE_ONE,
@@ -175,7 +176,12 @@ def apply(state: State, action: Action, seat: int | None = None) -> tuple[State,
     if phase == PLAY:
         if type(action) is not int or not 0 <= action < 52:
             raise IllegalAction("R12", f"{_describe(action)} is not a card; play a card")
-        play.check_play(state, action)
+        if (
+            not legal_play_mask(state.hands[state.turn], state.trick, state.trump, state.variants)
+            >> action
+            & 1
+        ):
+            play.check_play(state, action)  # raises, naming the rule broken
         s = state.clone()
         events: list[Event] = []
         _play_card(s, action, events)
@@ -417,7 +423,7 @@ def _play_card(s: State, c: Card, events: list[Event]) -> None:
         s.turn = (seat + 1) % n
         return
     leader = s.leader
-    winner = (leader + play.winning_index(trick, s.trump)) % n
+    winner = (leader + winning_index(trick, s.trump)) % n
     s.tricks = [*s.tricks, [leader, trick, winner]]
     events.append(
         {

@@ -67,7 +67,11 @@ class Variants:
                 raise InvalidVariants(f"{name} must be one of {list(choices)}, not {value!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """All variants by name (a fresh dict; computed once per distinct Variants)."""
+        cached = _AS_DICT.get(self)
+        if cached is None:
+            cached = _AS_DICT[self] = asdict(self)
+        return dict(cached)
 
     def changed(self) -> dict[str, Any]:
         """Only the variants that differ from the defaults (kept small in saved state)."""
@@ -82,5 +86,6 @@ class Variants:
         return cls(**data)
 
 
+_AS_DICT: dict[Variants, dict[str, Any]] = {}
 _DEFAULTS = asdict(Variants())
 DEFAULT_VARIANTS = Variants()
