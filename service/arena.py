@@ -115,6 +115,7 @@ class Arena:
             "seed": seed,
             "variants": variants.changed(),
             "seats": seats,
+            "names": [names.get(b) if b else None for b in seats],
             "created": int(time.time()),
             "creator": creator,
         }
@@ -127,11 +128,13 @@ class Arena:
             raise Problem("not-found", "no such game")
         return game
 
-    def seats_out(self, seats: list[str | None]) -> list[dict[str, Any]]:
-        names = self.store.bot_names([s for s in seats if s])
+    @staticmethod
+    def seats_out(game: Game) -> list[dict[str, Any]]:
+        """Seats with bot names; names are copied into the game when a bot sits down
+        (they never change), so a view costs no extra Redis round trip."""
+        names = game.meta["names"]
         return [
-            {"seat": i, "bot_id": b, "bot_name": names.get(b) if b else None}
-            for i, b in enumerate(seats)
+            {"seat": i, "bot_id": b, "bot_name": names[i]} for i, b in enumerate(game.seats)
         ]
 
     def summary(self, game: Game) -> dict[str, Any]:
@@ -141,7 +144,7 @@ class Arena:
             "version": game.version,
             "status": game.status,
             "players": game.players,
-            "seats": self.seats_out(game.seats),
+            "seats": self.seats_out(game),
             "variants": game.variants.to_dict(),
             "created": game.meta["created"],
             "scores": list(state.scores),
@@ -186,7 +189,7 @@ class Arena:
             "id": game.id,
             "version": version,
             "status": status,
-            "seats": self.seats_out(game.seats),
+            "seats": self.seats_out(game),
             "your_turn": bool(engine_view["legal_actions"]) and status == ACTIVE,
         }
         if status != ACTIVE:
@@ -214,7 +217,9 @@ class Arena:
             seats[seat] = bot_id
             state = game.state
             status = status_of(state, seats)
-            meta = {**game.meta, "seats": seats}
+            names = list(game.meta["names"])
+            names[seat] = self.store.bot_names([bot_id]).get(bot_id)
+            meta = {**game.meta, "seats": seats, "names": names}
             code, value = self.store.commit(
                 game, meta=meta, status=status, new_turn_bot=turn_bot(state, seats, status)
             )

@@ -123,8 +123,8 @@ def test_illegal_card_reveals_no_hidden_card(api):
 
 
 def test_waiting_game_and_seats(api):
-    b0, t0 = api.bot("a")
-    b1, t1 = api.bot("b")
+    _, t0 = api.bot("a")
+    _, t1 = api.bot("b")
     game = api.game(t0, 2)
     assert game["status"] == "waiting"
     problem(api.act(game["id"], t0, "stand"), 409, "game-not-started")
