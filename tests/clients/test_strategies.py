@@ -1,0 +1,194 @@
+"""Reference strategies: always legal, the search bot's sampler is faithful to the seat's
+knowledge (and only to it), strategies load by name, and heuristic beats random."""
+
+from __future__ import annotations
+
+import random
+import textwrap
+
+import pytest
+
+from clients.strategies import (
+    HeuristicStrategy,
+    RandomStrategy,
+    SearchStrategy,
+    Strategy,
+    get_strategy,
+)
+from clients.strategies.duel import duplicate_pair
+from clients.strategies.knowledge import read_view
+from clients.strategies.search import _matching_deal, determinize, sample_hands
+from service.engine import (
+    GIVE_ONE_OR_RUN,
+    OVER,
+    PLAY,
+    STAND_OR_BEG,
+    Variants,
+    action_name,
+    apply,
+    legal_actions,
+    new_game,
+    seat_view,
+)
+
+VARIANT_SETS = [
+    Variants(),
+    Variants(under_trumping=False),
+    Variants(void_may_discard=True),
+    Variants(under_trumping=False, void_may_discard=True, target=7),
+]
+
+
+def random_states(count: int, seed: int) -> list:
+    """States from random games at random points: 2 and 4 players, every decision kind,
+    every variant set; random play reveals plenty of voids."""
+    rng = random.Random(seed)
+    states = []
+    while len(states) < count:
+        players = rng.choice((2, 4))
+        state, _ = new_game(players, rng.randrange(10**9), rng.choice(VARIANT_SETS))
+        stops = sorted(rng.sample(range(200), 6))
+        ply = 0
+        while state.phase != OVER and stops:
+            if ply == stops[0]:
+                stops.pop(0)
+                states.append(state)
+            state, _ = apply(state, rng.choice(legal_actions(state)))
+            ply += 1
+    return states
+
+
+STATES = random_states(240, seed=11)
+
+
+def test_states_cover_every_decision_and_both_table_sizes():
+    kinds = {(s.players, s.phase) for s in STATES}
+    for players in (2, 4):
+        for phase in (STAND_OR_BEG, GIVE_ONE_OR_RUN, PLAY):
+            assert (players, phase) in kinds
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [RandomStrategy(seed=1), HeuristicStrategy(), SearchStrategy(seed=1, simulations=3)],
+    ids=["random", "heuristic", "search"],
+)
+def test_every_strategy_returns_a_legal_action(strategy: Strategy):
+    for state in STATES:
+        view = seat_view(state, state.turn)
+        legal = view["legal_actions"]
+        assert legal == [action_name(a) for a in legal_actions(state)]
+        assert strategy.choose(view, list(legal)) in legal
+
+
+def play_states():
+    return [s for s in STATES if s.phase == PLAY]
+
+
+def test_revealed_voids_are_sound():
+    """What the seat infers about others never contradicts their real hands (R14, R15),
+    and random play does reveal voids, so the check has teeth."""
+    revealed = 0
+    for state in play_states():
+        k = read_view(seat_view(state, state.turn))
+        for s in range(state.players):
+            if s != k.seat:
+                assert state.hands[s] & k.forbidden[s] == 0
+                revealed += k.forbidden[s] != 0
+    assert revealed > 20
+
+
+def test_sampler_deals_only_unseen_cards_consistently():
+    rng = random.Random(5)
+    for state in play_states():
+        seat = state.turn
+        view = seat_view(state, seat)
+        k = read_view(view)
+        seen = k.hand | k.played | k.kicked
+        for _ in range(5):
+            hands, stock = sample_hands(k, rng)
+            assert hands[seat] == state.hands[seat]
+            stock_mask = sum(1 << c for c in stock)
+            assert len(stock) == len(state.stock) and stock_mask.bit_count() == len(stock)
+            everything = stock_mask
+            for s in range(state.players):
+                assert hands[s].bit_count() == view["hand_sizes"][s]
+                assert everything & hands[s] == 0  # no card dealt twice
+                everything |= hands[s]
+                if s != seat:
+                    assert hands[s] & seen == 0
+                    assert hands[s] & k.forbidden[s] == 0
+            assert everything == k.unseen | k.hand
+
+
+def test_determinized_state_matches_the_view():
+    rng = random.Random(6)
+    for state in play_states()[:40]:
+        view = seat_view(state, state.turn)
+        k = read_view(view)
+        sample = determinize(k, view, state.variants, rng)
+        assert legal_actions(sample) == legal_actions(state)
+        public = ("players", "dealer", "trump", "leader", "trick", "tricks", "kicks", "scores")
+        for name in public:
+            assert getattr(sample, name) == getattr(state, name)
+        assert sample.hands[k.seat] == state.hands[k.seat]
+        assert [h.bit_count() for h in sample.hands] == [h.bit_count() for h in state.hands]
+
+
+def test_matching_fallback_respects_constraints():
+    """The exact matching (used when greedy dealing gets stuck) also honours the voids."""
+    rng = random.Random(3)
+    unseen = list(range(12))
+    # seat 1 may hold only cards 0-3; seat 2 anything but 0-3; seat 3 only 8-11
+    allowed = {c: [s for s, ok in ((1, c < 4), (2, c >= 4), (3, c >= 8)) if ok] for c in unseen}
+    for _ in range(20):
+        deal = _matching_deal(unseen, allowed, {1: 4, 2: 3, 3: 4}, 1, rng)
+        assert sorted(deal) == unseen
+        for c, s in deal.items():
+            assert s == -1 or s in allowed[c]
+        assert [list(deal.values()).count(s) for s in (1, 2, 3, -1)] == [4, 3, 4, 1]
+
+
+def test_search_is_reproducible_from_the_view_alone():
+    """Same view, same seed, same choice: nothing but the view reaches the decision."""
+    for state in play_states()[:10]:
+        view = seat_view(state, state.turn)
+        a = SearchStrategy(seed=9, simulations=4).choose(view, view["legal_actions"])
+        b = SearchStrategy(seed=9, simulations=4).choose(view, view["legal_actions"])
+        assert a == b
+
+
+def test_registry_builds_builtins_and_loads_module_class(tmp_path, monkeypatch):
+    assert isinstance(get_strategy("random", seed=1), RandomStrategy)
+    assert isinstance(get_strategy("heuristic"), HeuristicStrategy)
+    assert isinstance(get_strategy("search", move_time=0.01), SearchStrategy)
+    (tmp_path / "my_bot.py").write_text(
+        textwrap.dedent(
+            """
+            class FirstLegal:
+                def choose(self, view, legal):
+                    return legal[0]
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    bot = get_strategy("my_bot:FirstLegal")
+    state = STATES[0]
+    view = seat_view(state, state.turn)
+    assert bot.choose(view, view["legal_actions"]) == view["legal_actions"][0]
+    with pytest.raises(ValueError):
+        get_strategy("no_such_strategy")
+    with pytest.raises(ValueError):
+        get_strategy("my_bot:Missing")
+
+
+def test_heuristic_beats_random_over_duplicate_deals():
+    games = []
+    for seed in range(30):
+        games += duplicate_pair(
+            lambda s=seed: HeuristicStrategy(), lambda s=seed: RandomStrategy(seed=s), seed
+        )
+    wins = sum(g.winner == 0 for g in games)
+    margins = [m for g in games for m in g.hand_margins]
+    assert wins / len(games) >= 0.65
+    assert sum(margins) / len(margins) >= 0.4
