@@ -10,11 +10,15 @@ from service.engine import (
     STAND,
     STAND_OR_BEG,
     IllegalAction,
+    State,
+    Variants,
     apply,
     deal_hand,
     legal_actions,
     new_game,
     parse_card,
+    seat_view,
+    spectator_view,
 )
 from service.engine.cards import cards_of
 
@@ -135,3 +139,17 @@ def test_R6_R22_kick_short_of_target_does_not_end_the_game():
     assert state.phase == STAND_OR_BEG
     assert state.winner is None
     assert legal_actions(state) == [STAND, BEG]
+
+
+def test_R6_R22_first_kick_of_a_new_game_can_end_it_and_the_state_stays_usable():
+    """R22: a kick can end the game before anyone plays — even the very first kick of a new
+    game (target 1, variant). The finished game must still be a valid state: R7 views work
+    and it survives the JSON round trip like any other state."""
+    seed = next(s for s in range(100) if new_game(4, s)[0].scores != [0, 0])
+    state, events = new_game(4, seed, Variants(target=1))
+    assert state.phase == OVER
+    assert state.winner == state.dealer & 1
+    assert [e["type"] for e in events][-1] == "game_over"
+    assert seat_view(state, 0)["winner"] == state.winner
+    assert spectator_view(state)["phase"] == OVER
+    assert State.from_dict(state.to_dict()) == state
