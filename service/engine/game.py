@@ -295,10 +295,9 @@ def deal_hand(s: State, deck: list[Card], events: list[Event]) -> None:
     kick = deck[pos]
     s.stock = deck[pos + 1 :]
     s.kicks = []
-    if _turn_up(s, kick, events):
-        return
     s.phase = STAND_OR_BEG
     s.turn = s.leader = s.beggar
+    _turn_up(s, kick, events)  # may end the game (R22)
 
 
 def _turn_up(s: State, kick: Card, events: list[Event]) -> bool:
