@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,6 +143,7 @@ GAME_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description":
 BOT_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description": "bot id"}
 SEAT = {"schema": {"type": "integer", "minimum": 0, "maximum": 3}, "description": "seat"}
 ETAG = {"ETag": {"description": "the game's version, quoted", "schema": {"type": "string"}}}
+IF_MATCH_RE = r'^(W/)?"?[0-9]{1,10}"?$'
 IDEMPOTENCY = {
     "name": "Idempotency-Key",
     "in": "header",
@@ -155,14 +157,14 @@ IF_MATCH = {
     "in": "header",
     "required": False,
     "description": "the version the action was decided on (the view's ETag); 412 if stale",
-    "schema": {"type": "string", "maxLength": 40},
+    "schema": {"type": "string", "pattern": IF_MATCH_RE},
 }
 LAST_EVENT_ID = {
     "name": "Last-Event-ID",
     "in": "header",
     "required": False,
     "description": "resume after this event id (ply.index)",
-    "schema": {"type": "string", "maxLength": 40},
+    "schema": {"type": "string", "pattern": s.EVENT_ID_RE},
 }
 
 _SCHEMAS: dict[type[Schema], Schema] = {}
@@ -248,6 +250,7 @@ def get_bot(bot_id: str) -> Response:
     response=s.GameSummary,
     status=201,
     auth="required",
+    errors=(404,),
     example={"players": 4, "seed": 7, "variants": {"target": 14}},
 )
 def create_game(bot_id: str, body: dict[str, Any]) -> Response:
@@ -329,14 +332,10 @@ def act(game_id: str, bot_id: str, body: dict[str, Any]) -> Response:
 def _if_match(raw: str | None) -> int | None:
     if raw is None:
         return None
-    v = raw.strip()
-    if v.startswith("W/"):
-        v = v[2:]
-    v = v.strip('"')
-    if not v.isdigit() or len(v) > 10:
+    if not re.match(IF_MATCH_RE, raw):
         raise Problem("validation", "If-Match must be a game version such as \"12\"",
                       errors={"If-Match": ["must be a version number"]})
-    return int(v)
+    return int(raw.removeprefix("W/").strip('"'))
 
 
 @bp.get("/games/<game_id>/turn")
@@ -375,6 +374,9 @@ def turn(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
 )
 def events(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     last = request.headers.get("Last-Event-ID") or query.get("last_event_id")
+    if last is not None and not re.match(s.EVENT_ID_RE, last):
+        raise Problem("validation", "Last-Event-ID must look like 12.3",
+                      errors={"Last-Event-ID": ["must be an event id such as 12.3"]})
     gen = arena().stream(game_id, bot_id, query.get("seat"), last)
     resp = Response(gen, mimetype="text/event-stream")
     resp.headers["Cache-Control"] = "no-store"

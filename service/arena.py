@@ -107,7 +107,7 @@ class Arena:
         unknown = sorted(b for b, n in names.items() if not n)
         if unknown:
             msg = f"no such bot: {', '.join(unknown)}"
-            raise Problem("validation", msg, errors={"seats": [msg]})
+            raise Problem("not-found", msg, errors={"seats": [msg]})
         state, _ = new_game(players, seed, variants)
         status = status_of(state, seats)
         meta = {
@@ -253,11 +253,15 @@ class Arena:
         ).encode()).hexdigest()[:32]
         idem_key = self.store.idem_key(bot_id, idem) if idem else ""
         for _ in range(CAS_ATTEMPTS):
-            game = self.get(game_id)
             if idem_key:
-                stored = self.store.get_idem(idem_key)
-                if stored:
-                    return self._replay_answer(game, stored, body_hash)
+                found, stored = self.store.get_game_and_idem(game_id, idem_key)
+                if found is None:
+                    raise Problem("not-found", "no such game")
+                game = found
+            else:
+                game, stored = self.get(game_id), None
+            if stored:
+                return self._replay_answer(game, stored, body_hash)
             if game.status == WAITING:
                 raise Problem("game-not-started", "the game is waiting for players")
             state = game.state
@@ -285,8 +289,8 @@ class Arena:
             )
             if code == 1:
                 return dumps(self.render(game, new_state, seat, int(value), status))
-            if code == 2:
-                return self._replay_answer(game, value.decode(), body_hash)
+            if code == 2:  # a retry with this key won the race: answer as it was answered
+                return self._replay_answer(self.get(game_id), value.decode(), body_hash)
             if code == -1:
                 raise Problem("not-found", "no such game")
         raise Problem("service-unavailable", "too much contention; retry",

@@ -43,13 +43,13 @@ _STATUS_TEXT = {
     401: "Missing, malformed or unknown bearer token (`/problems/unauthorized`)",
     403: "Your bot does not hold that seat (`/problems/forbidden-seat`)",
     404: "No such game, bot or seat (`/problems/not-found`)",
-    409: "Conflict: `/problems/not-your-turn`, `/problems/version-conflict`, "
-    "`/problems/seat-taken`, `/problems/game-not-started`",
+    409: "Conflict with the game as it is now: `/problems/illegal-action` (with the `rule` "
+    "broken, e.g. R14), `/problems/not-your-turn`, `/problems/version-conflict` (with "
+    "`current_version`), `/problems/seat-taken`, `/problems/game-not-started`",
     412: "If-Match is stale (`/problems/precondition-failed`)",
     413: "Body too large (`/problems/payload-too-large`)",
-    422: "Invalid request (`/problems/validation`, with `errors` per field), an illegal action "
-    "(`/problems/illegal-action`, with the `rule`), or an Idempotency-Key reused with "
-    "another body (`/problems/idempotency-key-reused`)",
+    422: "Invalid request (`/problems/validation`, with `errors` per field), or an "
+    "Idempotency-Key reused with another body (`/problems/idempotency-key-reused`)",
     429: "Rate limited (`/problems/rate-limited`); see Retry-After",
     503: "Redis unavailable (`/problems/service-unavailable`); retry after Retry-After",
 }
@@ -143,6 +143,18 @@ def build_spec(app: Flask) -> APISpec:
     return spec
 
 
+def _seats_per_players(doc: dict[str, Any]) -> None:
+    """JSON Schema cannot say "one seat per player" from marshmallow; add it by hand."""
+    game = doc["components"]["schemas"]["GameCreate"]
+    game["allOf"] = [
+        {
+            "if": {"properties": {"players": {"const": n}}, "required": ["players"]},
+            "then": {"properties": {"seats": {"minItems": n, "maxItems": n}}},
+        }
+        for n in (2, 4)
+    ]
+
+
 class _Dumper(yaml.SafeDumper):
     """No anchors/aliases (some tools mishandle them) and block style for long text."""
 
@@ -161,6 +173,7 @@ _Dumper.add_representer(str, _str)
 def spec_yaml(app: Flask) -> str:
     """The OpenAPI document as YAML text (keys in a stable order)."""
     raw = build_spec(app).to_dict()
+    _seats_per_players(raw)
     doc = {k: raw[k] for k in ("openapi", "info", "paths", "components") if k in raw}
     doc.update(raw)
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False,

@@ -38,7 +38,7 @@ KINDS: dict[str, tuple[int, str]] = {
     "seat-taken": (409, "That seat is already taken"),
     "game-not-started": (409, "The game is waiting for players"),
     "not-your-turn": (409, "It is not your turn"),
-    "illegal-action": (422, "The rules do not allow that action"),
+    "illegal-action": (409, "The rules do not allow that action"),
     "version-conflict": (409, "The game has changed since that version"),
     "precondition-failed": (412, "If-Match does not match the game's version"),
     "idempotency-key-reused": (422, "That Idempotency-Key was used with a different request"),

@@ -14,6 +14,8 @@ from .engine.game import MAX_SEED
 
 ID_PATTERN = r"^[0-9a-f]{12}$"
 CARD_RE = r"^[2-9TJQKA][CDHS]$"
+ACTION_RE = r"^(stand|beg|give_one|run_pack|[2-9TJQKA][CDHS])$"
+EVENT_ID_RE = r"^\d{1,9}\.\d{1,5}$"
 ACTION_DOC = "stand, beg, give_one, run_pack, or a card to play such as AS, TD, 7H"
 
 
@@ -89,7 +91,7 @@ class GameCreate(Strict):
 class ActionIn(Strict):
     action = fields.Str(
         required=True,
-        validate=validate.Length(1, 16),
+        validate=validate.Regexp(ACTION_RE),
         metadata={"description": ACTION_DOC, "example": "AS"},
     )
     version = fields.Int(
@@ -151,7 +153,7 @@ class BotTurnsQuery(Strict):
 class EventsQuery(Strict):
     seat = fields.Int(validate=validate.Range(0, 3))
     last_event_id = fields.Str(
-        validate=validate.Regexp(r"^\d{1,9}\.\d{1,5}$"),
+        validate=validate.Regexp(EVENT_ID_RE),
         metadata={"description": "same as the Last-Event-ID header (for clients that cannot "
                   "set headers)"},
     )

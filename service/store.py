@@ -202,7 +202,18 @@ class Store:
         return Game(game_id, 1, status, meta, state_json, "")
 
     def get_game(self, game_id: str) -> Game | None:
-        raw = self.r.hgetall(self.game_key(game_id))
+        return self._game(game_id, self.r.hgetall(self.game_key(game_id)))
+
+    def get_game_and_idem(self, game_id: str, idem_key: str) -> tuple[Game | None, str | None]:
+        """The game and an idempotency record read at one instant (MULTI): both from
+        before a concurrent action, or both from after it."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.hgetall(self.game_key(game_id))
+        pipe.get(idem_key)
+        raw, seen = pipe.execute()
+        return self._game(game_id, raw), (seen.decode() if seen else None)
+
+    def _game(self, game_id: str, raw: dict[bytes, bytes]) -> Game | None:
         if not raw:
             return None
         return Game(

@@ -36,7 +36,7 @@ def test_validation_names_the_fields(api):
     assert set(problem(r, 422, "validation")["errors"]["variants"]) == {"target", "nope"}
     r = api.c.post("/games", json={"players": 2, "seats": ["abcdefabcdef", None]},
                    headers=api.auth(token))
-    assert "seats" in problem(r, 422, "validation")["errors"]
+    assert "seats" in problem(r, 404, "not-found")["errors"]
     r = api.c.post("/bots", json={"name": ""})
     assert "name" in problem(r, 422, "validation")["errors"]
     r = api.c.get("/games", query_string={"limit": 0, "junk": 1})
@@ -90,9 +90,9 @@ def test_illegal_action_names_the_rule_and_changes_nothing(api, table):
     before = api.view(game_id).json
     turn = before["turn"]
     hand = api.view(game_id, tokens[turn]).json["hand"]
-    body = problem(api.act(game_id, tokens[turn], hand[0]), 422, "illegal-action")
+    body = problem(api.act(game_id, tokens[turn], hand[0]), 409, "illegal-action")
     assert body["rule"] == "R8" and body["detail"].startswith("R8: ")
-    body = problem(api.act(game_id, tokens[turn], "give_one"), 422, "illegal-action")
+    body = problem(api.act(game_id, tokens[turn], "give_one"), 409, "illegal-action")
     assert api.view(game_id).json == before
     body = problem(api.act(game_id, tokens[turn], "XX"), 422, "validation")
     assert "action" in body["errors"]
@@ -113,7 +113,7 @@ def test_illegal_card_reveals_no_hidden_card(api):
         illegal = sorted(set(mine["hand"]) - set(mine["legal_actions"]))
         if not illegal:
             continue
-        body = problem(api.act(game_id, tokens[follower], illegal[0]), 422, "illegal-action")
+        body = problem(api.act(game_id, tokens[follower], illegal[0]), 409, "illegal-action")
         assert body["rule"] == "R14"
         others = set(CARD_NAMES) - set(mine["hand"]) - {lead["legal_actions"][0]}
         others -= {k["card"] for k in mine["kicks"]}
