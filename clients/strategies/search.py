@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import time
 
-from service.engine.cards import GAME_POINTS, JACK, cards_of, parse_card
+from service.engine.cards import GAME_POINTS, JACK, SUIT_MASK, cards_of, parse_card
 from service.engine.game import apply
 from service.engine.play import legal_play_mask, winning_index
 from service.engine.state import OVER, PLAY, State
@@ -48,7 +48,7 @@ class SearchStrategy:
         seed: int | None = None,
         move_time: float = DEFAULT_MOVE_TIME,
         simulations: int | None = None,
-        epsilon: float = 0.1,
+        epsilon: float = 0.0,
     ) -> None:
         self.rng = random.Random(seed)
         self.move_time = move_time
@@ -260,33 +260,84 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
     return margin + bonus
 
 
+def _beaten_by(c: int, hand: int, trump: int) -> bool:
+    """Does ``hand`` hold a card that would beat ``c`` (a higher one of its suit, or any
+    trump over a plain card)? Trumping is always allowed (R14), so this is exact."""
+    suit = c // 13
+    if hand & SUIT_MASK[suit] & ~((2 << c) - 1):
+        return True
+    return suit != trump and bool(hand & SUIT_MASK[trump])
+
+
 def rollout_card(s: State, rng: random.Random, epsilon: float) -> int:
-    """A quick, decent card for the seat in turn: win what is worth winning cheaply,
-    otherwise throw the cheapest card; now and then (``epsilon``) any legal card."""
+    """A quick, decent card for the seat in turn, playing the sampled deal open-handed.
+
+    Within one sampled deal every hand is known, so "is this card safe?" is a few mask
+    tests: cash or feed the jack and tens when nobody left can beat them, win what is
+    worth winning cheaply, draw trumps with the top trump, otherwise throw the cheapest
+    card; now and then (``epsilon``) any legal card.
+    """
     trump = s.trump
-    cards = cards_of(legal_play_mask(s.hands[s.turn], s.trick, trump, s.variants))
+    hands = s.hands
+    seat = s.turn
+    hand = hands[seat]
+    cards = cards_of(legal_play_mask(hand, s.trick, trump, s.variants))
     if len(cards) == 1:
         return cards[0]
-    if rng.random() < epsilon:
+    if epsilon and rng.random() < epsilon:
         return rng.choice(cards)
     cost = _COST[trump]
     trick = s.trick
-    if not trick:
-        return min(cards, key=cost.__getitem__)
     n = s.players
+    jack = trump * 13 + JACK
+    if not trick:
+        opp = 0
+        for o in range(n):
+            if (o ^ seat) & 1:
+                opp |= hands[o]
+        trumps = [c for c in cards if c // 13 == trump]
+        if trumps:
+            top = trumps[-1]
+            if not _beaten_by(top, opp, trump) and (
+                opp & SUIT_MASK[trump] or top == jack or GAME_POINTS[top] >= 10
+            ):
+                return top
+        side = [c for c in cards if c // 13 != trump]
+        for c in reversed(side):
+            if not opp & SUIT_MASK[c // 13] & ~((2 << c) - 1) and not opp & SUIT_MASK[trump]:
+                return c  # a master card nobody can beat or trump
+        return min(cards, key=cost.__getitem__)
     i = winning_index(trick, trump)
     best = trick[i]
-    partner_winning = n == 4 and len(trick) - i == 2
-    if partner_winning:
-        if len(trick) == n - 1:
+    later = 0
+    for k in range(len(trick) + 1, n):
+        other = (s.leader + k) % n
+        if (other ^ seat) & 1:
+            later |= hands[other]
+    if n == 4 and len(trick) - i == 2:  # partner is winning
+        if not _beaten_by(best, later, trump):
+            if jack in cards:
+                return jack
             return max(cards, key=lambda c: GAME_POINTS[c] - (c // 13 == trump) * 20)
         return min(cards, key=cost.__getitem__)
     best_suit = best // 13
     winners = [c for c in cards if (c > best if c // 13 == best_suit else c // 13 == trump)]
-    if winners:
-        jack = trump * 13 + JACK
-        stake = sum(GAME_POINTS[c] for c in trick) + (10 if jack in trick else 0)
-        cheap = min(winners, key=cost.__getitem__)
-        if stake or cheap // 13 != trump or len(trick) == n - 1:
+    if not winners:
+        return min(cards, key=cost.__getitem__)
+    safe = [c for c in winners if not _beaten_by(c, later, trump)]
+    if jack in safe:
+        return jack
+    for c in safe:
+        if c % 13 == 8:  # a ten: its own 10 Game points come home
+            return c
+    stake = sum(GAME_POINTS[c] for c in trick) + (10 if jack in trick else 0)
+    if safe:
+        cheap = min(safe, key=cost.__getitem__)
+        if stake or cheap // 13 != trump:
             return cheap
+    if stake >= 10:
+        return min(winners, key=cost.__getitem__)
+    plain = [c for c in winners if c // 13 != trump]
+    if plain:
+        return min(plain, key=cost.__getitem__)
     return min(cards, key=cost.__getitem__)
