@@ -227,9 +227,9 @@ def lead(k: Knowledge, legal: list[int]) -> int:
             return jack  # nothing above it is likely out: cash our jack now
     side = [c for c in legal if c // 13 != trump]
     if side:
-        aces = [c for c in side if c % 13 == 12]
-        if aces:
-            return aces[0]
+        masters = [c for c in side if not k.unseen & SUIT_MASK[c // 13] & ~((2 << c) - 1)]
+        if masters:  # nothing higher is out: only a trump can take it
+            return max(masters, key=lambda c: (GAME_POINTS[c], c % 13))
         plain = [c for c in side if GAME_POINTS[c] < 10] or side
         return cheapest(plain, trump)
     non_jack = [c for c in legal if c != jack] or legal
