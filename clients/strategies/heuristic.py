@@ -20,8 +20,11 @@ from .knowledge import Knowledge, bits, read_view
 _TRUMP_WEIGHT = {12: 3.0, 11: 2.5, 10: 2.0, JACK: 3.0, 8: 1.5}
 STAND_THRESHOLD = 5.0
 GIVE_ONE_THRESHOLD = 5.5
-RISK = 0.0  # a card this unlikely to be beaten counts as safe
-JACK_RISK = 0.0  # our jack risks 4 points (1 lost, 3 given): play it only when safer
+# A card whose chance of being beaten by a later opponent is at most this counts as safe.
+# 0 (only a card nobody left can beat) measured as well as 0.1 or 0.3 against random
+# (2000 duplicate games each), and it never gambles our jack, which risks 4 points.
+RISK = 0.0
+JACK_RISK = 0.0
 
 
 class HeuristicStrategy:
