@@ -61,11 +61,16 @@ def turn_bot(state: State, seats: list[str | None], status: str) -> str | None:
 
 
 def parse_event_id(text: str | None) -> tuple[int, int] | None:
-    """``"ply.index"`` → (ply, index); None when absent or not of that shape."""
+    """``"ply.index"`` → (ply, index); a bare ``"ply"`` means all of that ply's events;
+    None when absent or not of that shape."""
     if not text:
         return None
     ply, sep, idx = text.strip().partition(".")
-    if not sep or not ply.isdigit() or not idx.isdigit():
+    if not ply.isdigit():
+        return None
+    if not sep:  # "12": everything ply 12 caused
+        return int(ply), 10**9
+    if not idx.isdigit():
         return None
     return int(ply), int(idx)
 

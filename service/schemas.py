@@ -15,7 +15,7 @@ from .engine.game import MAX_SEED
 ID_PATTERN = r"^[0-9a-f]{12}$"
 CARD_RE = r"^[2-9TJQKA][CDHS]$"
 ACTION_RE = r"^(stand|beg|give_one|run_pack|[2-9TJQKA][CDHS])$"
-EVENT_ID_RE = r"^\d{1,9}\.\d{1,5}$"
+EVENT_ID_RE = r"^\d{1,9}(\.\d{1,5})?$"
 ACTION_DOC = "stand, beg, give_one, run_pack, or a card to play such as AS, TD, 7H"
 
 
@@ -26,6 +26,17 @@ class StrictBool(fields.Boolean):
         if not isinstance(value, bool):
             raise self.make_error("invalid")
         return value
+
+
+class JsonInt(fields.Integer):
+    """A JSON integer: 3 or 3.0 (JSON Schema's "integer"), never true, "3" or 3.5."""
+
+    def _deserialize(self, value: object, attr: object, data: object, **kw: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.make_error("invalid")
+        if isinstance(value, float) and not value.is_integer():
+            raise self.make_error("invalid")
+        return super()._deserialize(int(value), attr, data, **kw)
 
 
 class Strict(Schema):
@@ -52,8 +63,8 @@ class BotCreate(Strict):
 
 
 class VariantsIn(Strict):
-    target = fields.Int(strict=True, validate=validate.Range(1, 1000), metadata={"example": 7})
-    game_point_value = fields.Int(strict=True, validate=validate.OneOf([1, 2]))
+    target = JsonInt(validate=validate.Range(1, 1000), metadata={"example": 7})
+    game_point_value = JsonInt(validate=validate.OneOf([1, 2]))
     game_tie = fields.Str(validate=validate.OneOf(["nobody", "non_dealer"]))
     give_one_at_target_minus_one = StrictBool()
     under_trumping = StrictBool()
@@ -63,11 +74,8 @@ class VariantsIn(Strict):
 
 
 class GameCreate(Strict):
-    players = fields.Int(
-        required=True, strict=True, validate=validate.OneOf([2, 4]), metadata={"example": 4}
-    )
-    seed = fields.Int(
-        strict=True,
+    players = JsonInt(required=True, validate=validate.OneOf([2, 4]), metadata={"example": 4})
+    seed = JsonInt(
         validate=validate.Range(0, MAX_SEED),
         metadata={"description": "fixes the cut and every deal; random when omitted"},
     )
@@ -94,13 +102,11 @@ class ActionIn(Strict):
         validate=validate.Regexp(ACTION_RE),
         metadata={"description": ACTION_DOC, "example": "AS"},
     )
-    version = fields.Int(
-        strict=True,
+    version = JsonInt(
         validate=validate.Range(1, 2**31),
         metadata={"description": "the version this action was decided on (like If-Match)"},
     )
-    seat = fields.Int(
-        strict=True,
+    seat = JsonInt(
         validate=validate.Range(0, 3),
         metadata={"description": "which of your seats acts (only needed if you hold two)"},
     )
@@ -154,8 +160,9 @@ class EventsQuery(Strict):
     seat = fields.Int(validate=validate.Range(0, 3))
     last_event_id = fields.Str(
         validate=validate.Regexp(EVENT_ID_RE),
-        metadata={"description": "same as the Last-Event-ID header (for clients that cannot "
-                  "set headers)"},
+        metadata={
+            "description": "same as the Last-Event-ID header (for clients that cannot set headers)"
+        },
     )
 
 
@@ -218,8 +225,10 @@ class DoneTrick(Trick):
 
 
 class ScoreItem(Out):
-    item = fields.Str(required=True, metadata={"description": "kick, give_one, high, low, "
-                                                              "jack, hang_jack or game"})
+    item = fields.Str(
+        required=True,
+        metadata={"description": "kick, give_one, high, low, jack, hang_jack or game"},
+    )
     team = fields.Int(required=True)
     points = fields.Int(required=True)
     card = fields.Str(metadata={"description": "the card that scored, when there is one"})
