@@ -23,9 +23,7 @@ OWN_JACK_HANDS = {
     3: ["QH", "7D", "8D", "9D", "TD", "JD"],
     0: ["4H", "2S", "3S", "4S", "5S", "6S"],
 }
-OWN_JACK_PLAYS = (
-    "JH 2H QH 4H  7D 2S 2D 2C  8D 3S 3D 3C  9D 4S 4D 4C  TD 5S 5D 5C  JD 6S 6D 6C"
-)
+OWN_JACK_PLAYS = "JH 2H QH 4H  7D 2S 2D 2C  8D 3S 3D 3C  9D 4S 4D 4C  TD 5S 5D 5C  JD 6S 6D 6C"
 
 # 2 players, dealer 0: seat 1 leads JH, seat 0 must trump and takes it with QH.
 HANG_JACK_HANDS = {
