@@ -1,0 +1,625 @@
+"""HTTP speed of the game service, run as deployed, with simulated players.
+
+    python bench/http.py [--players 32] [--seconds 20 | --games N] [--workers 2]
+
+What it does, in one run:
+
+1. Starts its own ``redis-server`` on a free port (``--save '' --appendonly no``, in a
+   temporary directory; the shared 127.0.0.1:6379 is never touched) and the service under
+   gunicorn exactly as deployed: ``python -m gunicorn -c python:service.gunicorn_conf
+   --bind ... --workers W service.wsgi:app`` (gevent worker), with a unique
+   ``ARENA_KEY_PREFIX``. The rate limiter stays on, as deployed (it costs one Redis
+   round trip per request), with a limit too high to trip.
+2. Registers one bot per player and seats them at ``players / 4`` four-player tables.
+   Each player is a thread with one keep-alive connection; it waits for its turn with the
+   long-poll (``GET /games/{id}/turn``), then posts a random legal action from its view
+   with the view's version. When a table's game ends, its seat 0 creates the next one.
+   Measured: accepted actions per second over the whole phase, and each action POST's
+   latency (p50, p99).
+3. ``wake_p99_ms``: for every long-poll that was already waiting when the previous
+   seat's action was accepted, the time from the moment the actor received its 200 to
+   the moment the waiting seat received its long-poll answer. Both timestamps are taken
+   by this process (one machine, one monotonic clock). A waiter can hear before the actor
+   (the server publishes before it answers); those count as 0.
+4. ``floor_rps``: the same number of threads, each with its keep-alive connection,
+   hammering ``GET /readyz``. It is the cheapest endpoint that does exactly one Redis
+   round trip (a ``PING``; it is exempt from the rate limiter, so no second round trip)
+   and nothing else: the floor of what a request through this stack costs. ``GET
+   /bots/{id}`` would do two (the rate-limit script, then ``HGETALL``). ``ratio`` =
+   actions_per_s / floor_rps.
+5. ``redis_bytes_per_game``: one more 4-player game played by this process, with
+   ``MEMORY USAGE key SAMPLES 0`` summed over every key that belongs to it after each
+   action: keys named after the game in full (its hash), plus, for each set or sorted set
+   that lists it (the status indexes, the turn set of the bot in turn), that key's size
+   divided by its member count. ``live`` is the figure half way through the game,
+   ``live_max`` the largest while it was live, ``finished`` the figure at the end.
+   Idempotency keys are per bot and action (kept 24 h), not per game; the players here
+   send none, and ``idem_key_bytes`` gives the size of one for bots that do.
+
+The load generator shares the 2 cores with gunicorn and Redis, so it is kept light: plain
+``http.client`` keep-alive connections (about a third of ``requests``' CPU per call) and
+threads that spend their time blocked in ``recv``. ``cpu_s`` reports the CPU seconds each
+party (this client, the gunicorn workers, Redis) spent during the play phase, so its
+share can be judged; ``redis_per_action`` gives Redis commands and new connections per
+accepted action; ``loadavg_1m_before`` shows whether something else was using the box.
+``--py-spy PREFIX`` profiles the workers during the play phase (``pip install py-spy``).
+
+Prints one JSON line. Targets (issue 3) on this 2-core machine: ratio >= 0.6,
+p99 < 50 ms at 32 players, wake_p99_ms <= 10, <= 8 KB per live and <= 16 KB per
+finished 4-player game.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as ``python bench/http.py``, this file's directory comes first on sys.path, where
+# this very file would shadow the standard library's ``http`` package: drop it.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(_HERE.parent))
+
+import argparse  # noqa: E402
+import http.client  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import uuid  # noqa: E402
+from typing import Any  # noqa: E402
+
+import redis  # noqa: E402
+
+from service.embedded_redis import (  # noqa: E402
+    die_with_parent,
+    find_server_binary,
+    free_port,
+    ping,
+)
+from service.serve import gunicorn_command  # noqa: E402
+
+HOST = "127.0.0.1"
+POLL_S = 10.0  # long-poll timeout a player asks for
+TARGETS = {
+    "ratio_min": 0.6,
+    "p99_ms_max": 50,
+    "wake_p99_ms_max": 10,
+    "live_bytes_max": 8 * 1024,
+    "finished_bytes_max": 16 * 1024,
+}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# --- processes -----------------------------------------------------------------------------
+
+
+def wait_until(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def stop(proc: subprocess.Popen[bytes] | None, timeout: float = 15.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    binary = shutil.which("redis-server") or find_server_binary()
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no",
+         "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent,
+    )  # fmt: skip
+    wait_until(lambda: ping(HOST, port) or proc.poll() is not None, 20, "redis-server")
+    if proc.poll() is not None:
+        raise RuntimeError("redis-server exited")
+    return proc, port
+
+
+def start_service(
+    redis_port: int, prefix: str, workers: int, log: Path
+) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "REDIS_URL": f"redis://{HOST}:{redis_port}/0",
+        "ARENA_KEY_PREFIX": prefix,
+        "ARENA_RATE_LIMIT": str(10**9),
+        "ARENA_LOG_LEVEL": "warning",
+    }
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            gunicorn_command(HOST, port, workers), env=env, stdout=out, stderr=out,
+            cwd=Path(__file__).resolve().parents[1], preexec_fn=die_with_parent,
+        )  # fmt: skip
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gunicorn exited:\n{log.read_text(errors='replace')}")
+        try:
+            return Client(port, timeout=1).get("/healthz")[0] == 200
+        except OSError:
+            return False
+
+    wait_until(up, 60, "gunicorn /healthz")
+    return proc, port
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# --- a light keep-alive client ---------------------------------------------------------------
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection; reconnects once if the server closed it."""
+
+    def __init__(self, port: int, token: str | None = None, timeout: float = POLL_S + 5):
+        self.port = port
+        self.timeout = timeout
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.conn: http.client.HTTPConnection | None = None
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        headers = dict(self.headers)
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection(HOST, self.port, timeout=self.timeout)
+            try:
+                self.conn.request(method, path, data, headers)
+                resp = self.conn.getresponse()
+                return resp.status, resp.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.conn.close()
+                self.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        return self.request("GET", path)
+
+    def json(self, method: str, path: str, body: Any = None, expect: int = 200) -> Any:
+        status, data = self.request(method, path, body)
+        if status != expect:
+            raise RuntimeError(f"{method} {path}: {status} {data[:300]!r}")
+        return json.loads(data)
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+# --- phase 1: players ------------------------------------------------------------------------
+
+
+class Shared:
+    """What the player threads write; each list is appended to by one thread at a time
+    per item (``list.append`` is atomic under the GIL)."""
+
+    def __init__(self, deadline: float | None, games: int | None) -> None:
+        self.deadline = deadline
+        self.games_left = games
+        self.lock = threading.Lock()
+        self.latencies: list[float] = []
+        self.accepted_at: dict[tuple[str, int], float] = {}
+        self.polls: list[tuple[str, int, float, float]] = []  # game, version, sent, answered
+        self.errors: list[str] = []
+        self.games_started = 0
+        self.games_finished = 0
+        self.last_action = 0.0
+        self.requests = itertools.count()  # next() is atomic: one tick per HTTP request
+
+    def time_left(self) -> float:
+        if self.deadline is None:
+            return POLL_S
+        return self.deadline - time.monotonic()
+
+    def take_game(self) -> bool:
+        with self.lock:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                return False
+            if self.games_left is not None:
+                if self.games_left <= 0:
+                    return False
+                self.games_left -= 1
+            self.games_started += 1
+            return True
+
+
+class Table:
+    def __init__(self, bots: list[dict[str, Any]], seed: int) -> None:
+        self.bots = bots
+        self.rng = random.Random(seed)
+        self.barrier = threading.Barrier(len(bots))
+        self.game_id: str | None = None
+
+
+def player(port: int, table: Table, seat: int, shared: Shared, start: threading.Barrier) -> None:
+    bot = table.bots[seat]
+    client = Client(port, bot["token"])
+    rng = random.Random(f"{bot['id']}")
+    start.wait()
+    try:
+        while True:
+            if seat == 0:
+                table.game_id = None
+                if shared.take_game():
+                    next(shared.requests)
+                    game = client.json("POST", "/games", {
+                        "players": len(table.bots), "seed": table.rng.getrandbits(62),
+                        "seats": [b["id"] for b in table.bots]}, expect=201)  # fmt: skip
+                    table.game_id = game["id"]
+            table.barrier.wait(timeout=60)
+            if table.game_id is None:
+                return
+            play_game(client, table.game_id, rng, shared)
+            table.barrier.wait(timeout=60)
+    except threading.BrokenBarrierError:
+        return
+    except Exception as exc:  # recorded and reported; the run goes on
+        shared.errors.append(f"seat {seat}: {exc!r}")
+        table.barrier.abort()
+
+
+def play_game(client: Client, game_id: str, rng: random.Random, shared: Shared) -> None:
+    now = time.monotonic
+    while True:
+        left = shared.time_left()
+        if left <= 0:
+            return
+        sent = now()
+        next(shared.requests)
+        answer = client.json("GET", f"/games/{game_id}/turn?timeout={min(POLL_S, left):.2f}")
+        answered = now()
+        view = answer["view"]
+        if view["status"] == "finished":
+            if view["seat"] == 0:
+                with shared.lock:
+                    shared.games_finished += 1
+            return
+        if not view["your_turn"]:
+            continue  # timed out (or the game is waiting): ask again
+        shared.polls.append((game_id, view["version"], sent, answered))
+        if shared.time_left() <= 0:
+            return
+        body = {"action": rng.choice(view["legal_actions"]), "version": view["version"]}
+        t0 = now()
+        next(shared.requests)
+        status, data = client.request("POST", f"/games/{game_id}/actions", body)
+        t1 = now()
+        if status != 200:
+            shared.errors.append(f"action {status}: {data[:200]!r}")
+            continue
+        shared.latencies.append(t1 - t0)
+        shared.accepted_at[(game_id, view["version"] + 1)] = t1
+        shared.last_action = t1
+
+
+def play_phase(
+    port: int, bots: list[dict[str, Any]], seconds: float | None, games: int | None
+) -> dict[str, Any]:
+    tables = [Table(bots[i : i + 4], seed=i) for i in range(0, len(bots), 4)]
+    start = threading.Barrier(len(bots) + 1)
+    shared = Shared(None, games)
+    threads = [
+        threading.Thread(target=player, args=(port, t, s, shared, start), daemon=True)
+        for t in tables
+        for s in range(4)
+    ]
+    for t in threads:
+        t.start()
+    t0 = time.monotonic()
+    if seconds is not None:
+        shared.deadline = t0 + seconds
+    start.wait()
+    for t in threads:
+        t.join()
+    end = shared.deadline if seconds is not None else shared.last_action
+    duration = max(1e-9, (end or time.monotonic()) - t0)
+    wakes = []
+    for game_id, version, sent, answered in shared.polls:
+        accepted = shared.accepted_at.get((game_id, version))
+        if accepted is not None and sent < accepted:  # it was waiting when the action landed
+            wakes.append(max(0.0, answered - accepted))
+    return {
+        "actions": len(shared.latencies),
+        "duration": duration,
+        "latencies": shared.latencies,
+        "wakes": wakes,
+        "games_started": shared.games_started,
+        "games_finished": shared.games_finished,
+        "errors": shared.errors,
+        "requests": next(shared.requests),
+    }
+
+
+# --- phase 2: the floor ----------------------------------------------------------------------
+
+
+def floor_phase(port: int, threads: int, seconds: float) -> dict[str, Any]:
+    counts = [0] * threads
+    errors = [0] * threads
+    start = threading.Barrier(threads + 1)
+    deadline = [0.0]
+
+    def hammer(i: int) -> None:
+        client = Client(port)
+        start.wait()
+        n = bad = 0
+        while time.monotonic() < deadline[0]:
+            status, _ = client.get("/readyz")
+            if status == 200:
+                n += 1
+            else:
+                bad += 1
+        counts[i], errors[i] = n, bad
+
+    workers = [threading.Thread(target=hammer, args=(i,), daemon=True) for i in range(threads)]
+    for t in workers:
+        t.start()
+    deadline[0] = time.monotonic() + seconds
+    t0 = time.monotonic()
+    start.wait()
+    for t in workers:
+        t.join()
+    return {
+        "rps": sum(counts) / (time.monotonic() - t0),
+        "errors": sum(errors),
+        "requests": sum(counts),
+    }
+
+
+# --- phase 3: bytes per game -----------------------------------------------------------------
+
+
+def game_bytes(r: redis.Redis, prefix: str, game_id: str) -> int:
+    total = 0
+    for key in r.scan_iter(match=f"{prefix}*", count=1000):
+        name = key.decode()
+        if game_id in name:
+            total += r.memory_usage(key, samples=0) or 0
+            continue
+        kind = r.type(key).decode()
+        if kind == "zset" and r.zscore(key, game_id) is not None:
+            total += (r.memory_usage(key, samples=0) or 0) // max(1, r.zcard(key))
+        elif kind == "set" and r.sismember(key, game_id):
+            total += (r.memory_usage(key, samples=0) or 0) // max(1, r.scard(key))
+    return total
+
+
+def bytes_phase(
+    port: int, r: redis.Redis, prefix: str, bots: list[dict[str, Any]]
+) -> dict[str, int]:
+    """A separate Redis prefix would need another service; instead this runs after the
+    players stopped, so the game's share of the shared indexes is measured as it is."""
+    clients = [Client(port, b["token"]) for b in bots[:4]]
+    game = clients[0].json(
+        "POST",
+        "/games",
+        {"players": 4, "seed": 424242, "seats": [b["id"] for b in bots[:4]]},
+        expect=201,
+    )
+    game_id = game["id"]
+    rng = random.Random(7)
+    sizes = [game_bytes(r, prefix, game_id)]
+    spectator = Client(port)
+    view = spectator.json("GET", f"/games/{game_id}")
+    while view["status"] != "finished":
+        mine = clients[view["turn"]].json("GET", f"/games/{game_id}")
+        view = clients[view["turn"]].json(
+            "POST",
+            f"/games/{game_id}/actions",
+            {"action": rng.choice(mine["legal_actions"]), "version": mine["version"]},
+        )
+        sizes.append(game_bytes(r, prefix, game_id))
+    solo = bots[4] if len(bots) > 4 else bots[0]
+    idem = Client(port, solo["token"])
+    other = idem.json(
+        "POST", "/games", {"players": 2, "seed": 1, "seats": [solo["id"], solo["id"]]}, expect=201
+    )
+    before = set(r.scan_iter(match=f"{prefix}idem:*"))
+    idem.headers["Idempotency-Key"] = uuid.uuid4().hex
+    mine = idem.json("GET", f"/games/{other['id']}")
+    if mine["your_turn"]:
+        idem.request(
+            "POST",
+            f"/games/{other['id']}/actions",
+            {"action": mine["legal_actions"][0], "version": mine["version"]},
+        )
+    new = set(r.scan_iter(match=f"{prefix}idem:*")) - before
+    return {
+        "live": sizes[len(sizes) // 2],
+        "live_max": max(sizes[:-1]),
+        "finished": sizes[-1],
+        "actions": len(sizes) - 1,
+        "idem_key_bytes": sum(r.memory_usage(k, samples=0) or 0 for k in new),
+    }
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--players", type=int, default=32, help="a multiple of 4")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--seconds", type=float, default=None, help="play for this long (default 20 unless --games)"
+    )
+    group.add_argument("--games", type=int, default=None, help="play this many games in all")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument("--floor-seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--py-spy",
+        metavar="PREFIX",
+        default=None,
+        help="profile each gunicorn worker with py-spy during the play phase "
+        "(needs --seconds); writes collapsed stacks to PREFIX.<pid>.txt",
+    )
+    args = parser.parse_args()
+    if args.players < 4 or args.players % 4:
+        parser.error("--players must be a positive multiple of 4")
+    seconds = args.seconds if args.seconds is not None or args.games else 20.0
+
+    prefix = f"bench:{uuid.uuid4().hex[:10]}:"
+    redis_proc = gunicorn = None
+    with tempfile.TemporaryDirectory(prefix="arena-bench-") as tmp:
+        try:
+            redis_proc, redis_port = start_redis(Path(tmp))
+            r = redis.Redis(host=HOST, port=redis_port)
+            log = Path(tmp) / "gunicorn.log"
+            gunicorn, port = start_service(redis_port, prefix, args.workers, log)
+            setup = Client(port)
+            bots = [
+                setup.json("POST", "/bots", {"name": f"bench-{i}"}, expect=201)
+                for i in range(args.players)
+            ]
+            for _ in range(50):  # warm every worker's imports and pools
+                setup.get("/readyz")
+
+            procs = {"gunicorn": children(gunicorn.pid), "redis": [redis_proc.pid]}
+            cpu0 = {k: sum(cpu_seconds(p) for p in v) for k, v in procs.items()}
+            client0 = own_cpu()
+            stats0 = r.info("stats")
+            spies = [] if not args.py_spy or seconds is None else [
+                subprocess.Popen(["py-spy", "record", "--nonblocking", "--format", "raw",
+                                  "--rate", "200", "--duration", str(int(seconds)),
+                                  "--pid", str(pid), "-o", f"{args.py_spy}.{pid}.txt"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for pid in procs["gunicorn"]
+            ]  # fmt: skip
+            load = os.getloadavg()[0]
+            played = play_phase(port, bots, seconds, args.games)
+            for spy in spies:
+                spy.wait(30)
+            stats1 = r.info("stats")
+            cpu = {k: sum(cpu_seconds(p) for p in v) - cpu0[k] for k, v in procs.items()}
+            cpu["client"] = own_cpu() - client0
+
+            gcpu0 = sum(cpu_seconds(p) for p in procs["gunicorn"])
+            floor = floor_phase(port, args.players, args.floor_seconds)
+            floor_cpu = sum(cpu_seconds(p) for p in procs["gunicorn"]) - gcpu0
+            sizes = bytes_phase(port, r, prefix, bots)
+        finally:
+            stop(gunicorn)
+            stop(redis_proc)
+            gunicorn_log = Path(tmp) / "gunicorn.log"
+            log_tail = (
+                gunicorn_log.read_text(errors="replace")[-2000:] if gunicorn_log.exists() else ""
+            )
+
+    actions = played["actions"]
+    actions_per_s = actions / played["duration"]
+    p99_ms = pct(played["latencies"], 0.99) * 1000
+    wake_p99_ms = pct(played["wakes"], 0.99) * 1000
+    ratio = actions_per_s / floor["rps"]
+    per_action = max(1, actions)
+    requests_per_s = played["requests"] / played["duration"]
+    result = {
+        "bench": "http",
+        "actions_per_s": round(actions_per_s, 1),
+        "p50_ms": round(pct(played["latencies"], 0.5) * 1000, 2),
+        "p99_ms": round(p99_ms, 2),
+        "floor_rps": round(floor["rps"], 1),
+        "ratio": round(ratio, 3),
+        "wake_p50_ms": round(pct(played["wakes"], 0.5) * 1000, 2),
+        "wake_p99_ms": round(wake_p99_ms, 2),
+        "wakes": len(played["wakes"]),
+        "redis_bytes_per_game": sizes,
+        "workers": args.workers,
+        "players": args.players,
+        "games": played["games_started"],
+        "games_finished": played["games_finished"],
+        "actions": actions,
+        "duration": round(played["duration"], 2),
+        "errors": len(played["errors"]) + floor["errors"],
+        "http_requests_per_action": round(played["requests"] / per_action, 2),
+        "request_ratio": round(requests_per_s / floor["rps"], 3),
+        "server_cpu_ms": {
+            "per_action": round(cpu["gunicorn"] * 1000 / per_action, 2),
+            "per_floor_request": round(floor_cpu * 1000 / max(1, floor["requests"]), 3),
+        },
+        "cpu_s": {k: round(v, 2) for k, v in cpu.items()},
+        "loadavg_1m_before": round(load, 2),
+        "redis_per_action": {
+            "commands": round(
+                (stats1["total_commands_processed"] - stats0["total_commands_processed"])
+                / per_action,
+                1,
+            ),
+            "connections": round(
+                (stats1["total_connections_received"] - stats0["total_connections_received"])
+                / per_action,
+                2,
+            ),
+        },
+        "targets": TARGETS,
+        "met": {
+            "ratio": ratio >= TARGETS["ratio_min"],
+            "p99_ms": p99_ms < TARGETS["p99_ms_max"],
+            "wake_p99_ms": wake_p99_ms <= TARGETS["wake_p99_ms_max"],
+            "live_bytes": sizes["live_max"] <= TARGETS["live_bytes_max"],
+            "finished_bytes": sizes["finished"] <= TARGETS["finished_bytes_max"],
+        },
+    }
+    if played["errors"]:
+        print("errors (first 5):", *played["errors"][:5], sep="\n  ", file=sys.stderr)
+        if log_tail:
+            print("gunicorn log tail:\n" + log_tail, file=sys.stderr)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
