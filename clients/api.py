@@ -1,0 +1,674 @@
+"""A client for the All Fours Arena HTTP API (``openapi.yaml``), on one ``requests.Session``.
+
+    from clients.api import ArenaClient
+    arena = ArenaClient("http://127.0.0.1:8000")
+    me = arena.register("my-bot")               # BotCreated; the client now uses its token
+    game = arena.create_game(players=2, seats=[me.id, other_id])
+    answer = arena.wait_turn(game.id)           # long-poll: TurnAnswer(timed_out, view)
+    view = arena.act(game.id, answer.view.legal_actions[0], version=answer.view.version)
+
+Every endpoint is one row of ``ENDPOINTS`` (named by the contract's ``operationId``) and
+one method here. Answers become dataclasses as soon as their JSON arrives; a ``View``
+keeps the service's dict in ``.raw``, which is what strategies take.
+
+Errors: every failure is an ``ArenaError``. An answer from the service carries its
+problem+json body (``type``, ``title``, ``status``, ``detail``, ``rule``...); a request
+that never got an answer, after all retries, is an ``ArenaError`` of type
+``/problems/network`` with status 0 (the ``requests`` exception is its ``__cause__``).
+
+Retries, and why they are safe:
+- 429 and 502/503/504 are retried after ``Retry-After`` (or an exponential backoff with
+  jitter), and a 429 also holds back later calls to the same endpoint until then;
+- a connection error or timeout is retried only where repeating the request cannot do
+  anything twice: reads, joining a seat (joining twice is a no-op), and actions, which
+  always carry an ``Idempotency-Key`` that is **the same on every retry of that action**,
+  so the service applies it once and replays its first answer. Registering a bot and
+  creating a game have no idempotency key, so they are retried only when the connection
+  was refused or timed out while connecting (the request never left);
+- no other 4xx is ever retried.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import logging
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+log = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+NETWORK_PROBLEM = "/problems/network"
+
+
+# --- the endpoint table ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One operation of ``openapi.yaml``. ``safe``: a repeat after a lost answer does no harm
+    (GETs, joining, actions with their Idempotency-Key)."""
+
+    method: str
+    path: str
+    safe: bool = True
+
+
+ENDPOINTS: dict[str, Endpoint] = {
+    "postBots": Endpoint("POST", "/bots", safe=False),
+    "getBotsMe": Endpoint("GET", "/bots/me"),
+    "getBotsMeTurns": Endpoint("GET", "/bots/me/turns"),
+    "getBotsBotId": Endpoint("GET", "/bots/{bot_id}"),
+    "postGames": Endpoint("POST", "/games", safe=False),
+    "getGames": Endpoint("GET", "/games"),
+    "getGamesGameId": Endpoint("GET", "/games/{game_id}"),
+    "postGamesGameIdSeatsSeat": Endpoint("POST", "/games/{game_id}/seats/{seat}"),
+    "postGamesGameIdActions": Endpoint("POST", "/games/{game_id}/actions"),
+    "getGamesGameIdTurn": Endpoint("GET", "/games/{game_id}/turn"),
+    "getGamesGameIdEvents": Endpoint("GET", "/games/{game_id}/events"),
+    "getGamesGameIdRecord": Endpoint("GET", "/games/{game_id}/record"),
+    "getHealthz": Endpoint("GET", "/healthz"),
+    "getReadyz": Endpoint("GET", "/readyz"),
+}
+
+
+# --- the one exception --------------------------------------------------------------------
+
+
+class ArenaError(Exception):
+    """A failed call: the service's problem+json, or ``/problems/network`` (status 0).
+
+    Switch on ``kind`` (``"not-your-turn"``, ``"version-conflict"``...), never on the text.
+    """
+
+    def __init__(self, problem: JSON, headers: dict[str, str] | None = None) -> None:
+        self.problem = dict(problem)
+        self.type: str = str(problem.get("type", "about:blank"))
+        self.title: str = str(problem.get("title", ""))
+        self.status: int = int(problem.get("status") or 0)
+        self.detail: str | None = problem.get("detail")
+        self.rule: str | None = problem.get("rule")
+        self.current_version: int | None = problem.get("current_version")
+        self.errors: dict[str, Any] | None = problem.get("errors")
+        self.instance: str | None = problem.get("instance")
+        self.headers = dict(headers or {})
+        super().__init__(f"{self.status} {self.type}: {self.detail or self.title}")
+
+    @property
+    def kind(self) -> str:
+        """The last part of ``type``: ``"/problems/not-your-turn"`` → ``"not-your-turn"``."""
+        return self.type.rsplit("/", 1)[-1]
+
+    @property
+    def retry_after(self) -> float | None:
+        return _retry_after(self.headers.get("Retry-After"))
+
+    @classmethod
+    def from_response(cls, resp: requests.Response) -> ArenaError:
+        try:
+            body = resp.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or "type" not in body:
+            body = {"type": "about:blank", "title": resp.reason or "HTTP error",
+                    "status": resp.status_code, "detail": resp.text[:200] or None}
+        body.setdefault("status", resp.status_code)
+        return cls(body, dict(resp.headers))
+
+    @classmethod
+    def network(cls, exc: Exception, what: str) -> ArenaError:
+        return cls({"type": NETWORK_PROBLEM, "title": "No answer from the service",
+                    "status": 0, "detail": f"{what}: {exc}"})
+
+
+def _retry_after(raw: str | None) -> float | None:
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return max(0.0, parsedate_to_datetime(raw).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+# --- typed answers ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bot:
+    id: str
+    name: str
+    created: int
+
+    @classmethod
+    def of(cls, d: JSON) -> Bot:
+        return cls(d["id"], d["name"], d["created"])
+
+
+@dataclass(frozen=True)
+class BotCreated(Bot):
+    token: str = field(default="", repr=False)
+
+    @classmethod
+    def of(cls, d: JSON) -> BotCreated:
+        return cls(d["id"], d["name"], d["created"], d["token"])
+
+
+@dataclass(frozen=True)
+class BotTurns:
+    games: list[str]
+    timed_out: bool
+
+    @classmethod
+    def of(cls, d: JSON) -> BotTurns:
+        return cls(list(d["games"]), bool(d["timed_out"]))
+
+
+@dataclass(frozen=True)
+class Seat:
+    seat: int
+    bot_id: str | None
+    bot_name: str | None
+
+    @classmethod
+    def of(cls, d: JSON) -> Seat:
+        return cls(d["seat"], d.get("bot_id"), d.get("bot_name"))
+
+
+@dataclass(frozen=True)
+class GameSummary:
+    id: str
+    version: int
+    status: str  # waiting, active or finished
+    players: int
+    seats: list[Seat]
+    variants: JSON
+    created: int
+    scores: list[int]
+    winner: int | None
+
+    @classmethod
+    def of(cls, d: JSON) -> GameSummary:
+        return cls(d["id"], d["version"], d["status"], d["players"],
+                   [Seat.of(s) for s in d["seats"]], dict(d["variants"]), d["created"],
+                   list(d["scores"]), d.get("winner"))
+
+
+@dataclass(frozen=True)
+class GameList:
+    items: list[GameSummary]
+    next_cursor: int | None
+
+    @classmethod
+    def of(cls, d: JSON) -> GameList:
+        return cls([GameSummary.of(g) for g in d["items"]], d.get("next_cursor"))
+
+
+@dataclass(frozen=True)
+class View:
+    """A seat's (or a spectator's) view. The commonly used members are typed; the whole
+    answer is ``raw`` (hand, trick, kicks, scores items...), which strategies take."""
+
+    id: str
+    version: int
+    status: str
+    players: int
+    seat: int | None
+    team: int | None
+    your_turn: bool
+    legal_actions: list[str]
+    phase: str
+    turn: int | None
+    scores: list[int]
+    winner: int | None
+    hand: list[str] | None
+    raw: JSON = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, d: JSON) -> View:
+        return cls(d["id"], d["version"], d["status"], d["players"], d.get("seat"),
+                   d.get("team"), bool(d["your_turn"]), list(d["legal_actions"]), d["phase"],
+                   d.get("turn"), list(d["scores"]), d.get("winner"), d.get("hand"), d)
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished"
+
+
+@dataclass(frozen=True)
+class TurnAnswer:
+    timed_out: bool
+    view: View
+
+    @classmethod
+    def of(cls, d: JSON) -> TurnAnswer:
+        return cls(bool(d["timed_out"]), View.of(d["view"]))
+
+
+@dataclass(frozen=True)
+class Record:
+    actions: list[str]
+    complete: bool
+    scores: list[int]
+    winner: int | None
+    hands: list[JSON]
+    raw: JSON = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, d: JSON) -> Record:
+        return cls(list(d["actions"]), bool(d["complete"]), list(d["scores"]),
+                   d.get("winner"), list(d["hands"]), d)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One server-sent event: ``id`` is ``"ply.index"``, ``type`` e.g. ``"card_played"``."""
+
+    id: str | None
+    type: str
+    data: Any
+
+
+@dataclass(frozen=True)
+class Health:
+    status: str
+
+    @classmethod
+    def of(cls, d: JSON) -> Health:
+        return cls(d["status"])
+
+
+# --- retry policy --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to retry. ``delay(n)`` is the wait before retry ``n`` (1..)
+    when the service named no ``Retry-After``: exponential, capped, with jitter."""
+
+    attempts: int = 6  # tries in all, the first included
+    backoff: float = 0.2
+    max_backoff: float = 10.0
+    max_retry_after: float = 60.0  # never sleep longer than this on the service's word
+    statuses: frozenset[int] = frozenset({429, 502, 503, 504})
+
+    def delay(self, n: int) -> float:
+        base = min(self.max_backoff, self.backoff * 2 ** (n - 1))
+        return base * (0.5 + random.random() / 2)
+
+
+def _never_sent(exc: requests.RequestException) -> bool:
+    """True when the request surely did not reach the service (refused, or the connect
+    itself timed out), so even a non-idempotent request may be sent again."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
+    seen: set[int] = set()
+    todo: list[Any] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if type(e).__name__ in ("NewConnectionError", "ConnectionRefusedError"):
+            return True
+        todo.extend([getattr(e, "reason", None), e.__cause__, e.__context__,
+                     *[a for a in getattr(e, "args", ()) if isinstance(a, BaseException)]])
+    return False
+
+
+# --- the client ----------------------------------------------------------------------------
+
+
+class ArenaClient:
+    """The whole API. Thread-safe enough to share between a runner's worker threads
+    (one ``requests.Session`` with a connection pool of ``pool_size``).
+
+    ``timeout`` bounds every call (connect and read); long-polls add their own wait to it.
+    Constructing a client does no I/O.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        pool_size: int = 16,
+        user_agent: str = "allfours-arena-client/0.1",
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self.session = requests.Session()
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        self.session.headers["User-Agent"] = user_agent
+        self.session.headers["Accept"] = "application/json, application/problem+json"
+        self._not_before: dict[str, float] = {}  # endpoint -> monotonic time (after a 429)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> ArenaClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"ArenaClient({self.base_url!r}, token={'***' if self.token else None})"
+
+    # --- bots --------------------------------------------------------------------------
+
+    def register(self, name: str, use_token: bool = True) -> BotCreated:
+        """``POST /bots``. The token is shown only here; by default the client adopts it."""
+        bot = BotCreated.of(self._call("postBots", json={"name": name}))
+        if use_token:
+            self.token = bot.token
+        return bot
+
+    def me(self) -> Bot:
+        """``GET /bots/me``: the bot behind the token."""
+        return Bot.of(self._call("getBotsMe"))
+
+    def bot(self, bot_id: str) -> Bot:
+        """``GET /bots/{bot_id}``."""
+        return Bot.of(self._call("getBotsBotId", bot_id=bot_id))
+
+    def my_turns(self, timeout: float = 25.0) -> BotTurns:
+        """``GET /bots/me/turns``: games where it is this bot's turn; waits up to ``timeout``
+        seconds (0..30) for one."""
+        return BotTurns.of(self._call("getBotsMeTurns", params={"timeout": timeout},
+                                      wait=timeout))
+
+    # --- games -------------------------------------------------------------------------
+
+    def create_game(
+        self,
+        players: int,
+        seats: list[str | None] | None = None,
+        seed: int | None = None,
+        variants: JSON | None = None,
+    ) -> GameSummary:
+        """``POST /games``. ``seats``: a bot id (or None: open) per seat; by default this bot
+        takes seat 0 and the rest are open."""
+        body: JSON = {"players": players}
+        if seats is not None:
+            body["seats"] = seats
+        if seed is not None:
+            body["seed"] = seed
+        if variants:
+            body["variants"] = variants
+        return GameSummary.of(self._call("postGames", json=body))
+
+    def games(self, status: str | None = None, limit: int = 20,
+              cursor: int | None = None) -> GameList:
+        """``GET /games``: one page, newest first (``next_cursor`` for the next)."""
+        params: JSON = {"limit": limit}
+        if status:
+            params["status"] = status
+        if cursor is not None:
+            params["cursor"] = cursor
+        return GameList.of(self._call("getGames", params=params))
+
+    def iter_games(self, status: str | None = None, page_size: int = 50
+                   ) -> Iterator[GameSummary]:
+        """Every game, following ``next_cursor``."""
+        cursor = None
+        while True:
+            page = self.games(status, page_size, cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def game(self, game_id: str, seat: int | None = None) -> View:
+        """``GET /games/{id}``: this bot's view (its seat's hand and legal actions), or the
+        spectator view without a token. ``seat`` picks one of two held seats."""
+        return View.of(self._call("getGamesGameId", game_id=game_id, params=_seat(seat)))
+
+    def join(self, game_id: str, seat: int) -> View:
+        """``POST /games/{id}/seats/{seat}``: take an open seat (again: a no-op)."""
+        return View.of(self._call("postGamesGameIdSeatsSeat", game_id=game_id, seat=seat))
+
+    def act(
+        self,
+        game_id: str,
+        action: str,
+        version: int | None = None,
+        seat: int | None = None,
+        idempotency_key: str | None = None,
+        if_match: int | None = None,
+    ) -> View:
+        """``POST /games/{id}/actions``: the new view. ``version`` (the view's) refuses the
+        action if the game moved on (``version-conflict``). A fresh ``Idempotency-Key`` is
+        made unless one is given, and every retry of this call sends the same one."""
+        body: JSON = {"action": action}
+        if version is not None:
+            body["version"] = version
+        if seat is not None:
+            body["seat"] = seat
+        headers = {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
+        if if_match is not None:
+            headers["If-Match"] = f'"{if_match}"'
+        return View.of(self._call("postGamesGameIdActions", game_id=game_id, json=body,
+                                  headers=headers))
+
+    def wait_turn(
+        self,
+        game_id: str,
+        timeout: float = 25.0,
+        after: int | None = None,
+        seat: int | None = None,
+    ) -> TurnAnswer:
+        """``GET /games/{id}/turn``: answers when it is this bot's turn, the game is over, or
+        its version passed ``after``; else after ``timeout`` seconds (``timed_out``)."""
+        params: JSON = {"timeout": timeout, **_seat(seat)}
+        if after is not None:
+            params["after"] = after
+        return TurnAnswer.of(self._call("getGamesGameIdTurn", game_id=game_id, params=params,
+                                        wait=timeout))
+
+    def record(self, game_id: str, seat: int | None = None) -> Record:
+        """``GET /games/{id}/record``: complete once the game is over."""
+        return Record.of(self._call("getGamesGameIdRecord", game_id=game_id,
+                                    params=_seat(seat)))
+
+    def events(
+        self,
+        game_id: str,
+        seat: int | None = None,
+        last_event_id: str | None = None,
+        read_timeout: float = 30.0,
+        reconnect: bool = True,
+    ) -> Iterator[Event]:
+        """``GET /games/{id}/events``: the game's server-sent events, in order, until
+        ``game_over``. A broken stream is resumed with ``Last-Event-ID`` (nothing lost,
+        nothing repeated); the service's keep-alives (every 5 s) keep ``read_timeout`` from
+        firing on a quiet game."""
+        last = last_event_id
+        failures = 0
+        while True:
+            headers = {"Accept": "text/event-stream"}
+            if last:
+                headers["Last-Event-ID"] = last
+            try:
+                resp = self._send("getGamesGameIdEvents", {"game_id": game_id},
+                                  params=_seat(seat), headers=headers, stream=True,
+                                  read_timeout=read_timeout)
+                with resp:
+                    for event in _parse_sse(resp.iter_lines(decode_unicode=True)):
+                        failures = 0
+                        if event.id:
+                            last = event.id
+                        yield event
+                        if event.type == "game_over":
+                            return
+                # the service closes the stream only after game_over; anything else is a cut
+                raise requests.ConnectionError("event stream ended early")
+            except requests.RequestException as exc:
+                failures += 1
+                if not reconnect or failures >= self.retry.attempts:
+                    raise ArenaError.network(exc, f"GET /games/{game_id}/events") from exc
+                log.info("event stream cut (%s); resuming after %s", exc, last)
+                self._sleep(self.retry.delay(failures))
+
+    # --- health ------------------------------------------------------------------------
+
+    def healthz(self) -> Health:
+        return Health.of(self._call("getHealthz"))
+
+    def readyz(self) -> Health:
+        return Health.of(self._call("getReadyz"))
+
+    # --- plumbing ----------------------------------------------------------------------
+
+    def _call(
+        self,
+        name: str,
+        *,
+        params: JSON | None = None,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        wait: float = 0.0,
+        **path: Any,
+    ) -> Any:
+        resp = self._send(name, path, params=params, json=json, headers=headers,
+                          read_timeout=self.timeout + wait)
+        try:
+            return resp.json()
+        except ValueError as exc:
+            raise ArenaError({"type": "about:blank", "title": "Not JSON",
+                              "status": resp.status_code,
+                              "detail": f"{name}: the answer is not JSON"}) from exc
+
+    def _send(
+        self,
+        name: str,
+        path: dict[str, Any],
+        *,
+        params: JSON | None = None,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+        stream: bool = False,
+        read_timeout: float | None = None,
+    ) -> requests.Response:
+        """Send one call of ``ENDPOINTS[name]`` with the retry policy; a 2xx answer or
+        ``ArenaError``. The same ``headers`` (Idempotency-Key included) go with every try."""
+        ep = ENDPOINTS[name]
+        url = self.base_url + ep.path.format(**path)
+        what = f"{ep.method} {ep.path.format(**path)}"
+        all_headers = dict(headers or {})
+        if self.token:
+            all_headers["Authorization"] = f"Bearer {self.token}"
+        policy = self.retry
+        for attempt in range(1, policy.attempts + 1):
+            self._hold(name)
+            try:
+                resp = self.session.request(
+                    ep.method, url, params=params, json=json, headers=all_headers,
+                    timeout=(self.timeout, read_timeout or self.timeout), stream=stream,
+                )
+            except requests.RequestException as exc:
+                if attempt == policy.attempts or not (ep.safe or _never_sent(exc)):
+                    raise ArenaError.network(exc, what) from exc
+                pause = policy.delay(attempt)
+                log.warning("%s: %s; retry %d in %.2f s", what, type(exc).__name__, attempt,
+                            pause)
+                self._sleep(pause)
+                continue
+            if resp.status_code < 400:
+                return resp
+            error = ArenaError.from_response(resp)
+            resp.close()
+            if resp.status_code not in policy.statuses or attempt == policy.attempts:
+                raise error
+            pause = error.retry_after
+            if pause is None:
+                pause = policy.delay(attempt)
+            pause = min(pause, policy.max_retry_after)
+            if resp.status_code == 429:
+                with self._lock:
+                    self._not_before[name] = time.monotonic() + pause
+            log.warning("%s: %s; retry %d in %.2f s", what, resp.status_code, attempt, pause)
+            self._sleep(pause)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _hold(self, name: str) -> None:
+        """After a 429 on an endpoint, every caller waits out its Retry-After."""
+        with self._lock:
+            until = self._not_before.get(name, 0.0)
+        left = until - time.monotonic()
+        if left > 0:
+            self._sleep(left)
+
+
+def _seat(seat: int | None) -> JSON:
+    return {} if seat is None else {"seat": seat}
+
+
+def _parse_sse(lines: Iterator[str]) -> Iterator[Event]:
+    """Server-sent events from a stream of lines (comments and ``retry:`` skipped)."""
+    event_id: str | None = None
+    event_type = "message"
+    data: list[str] = []
+    for line in lines:
+        if line is None:
+            continue
+        if line == "":
+            if data:
+                text = "\n".join(data)
+                try:
+                    payload: Any = jsonlib.loads(text)
+                except ValueError:
+                    payload = text
+                yield Event(event_id, event_type, payload)
+            event_type, data = "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "id":
+            event_id = value
+        elif name == "event":
+            event_type = value
+        elif name == "data":
+            data.append(value)
+
+
+__all__ = [
+    "ENDPOINTS",
+    "ArenaClient",
+    "ArenaError",
+    "Bot",
+    "BotCreated",
+    "BotTurns",
+    "Endpoint",
+    "Event",
+    "GameList",
+    "GameSummary",
+    "Health",
+    "Record",
+    "RetryPolicy",
+    "Seat",
+    "TurnAnswer",
+    "View",
+]
