@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .engine.errors import InvalidVariants
@@ -53,6 +54,60 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return serve(args.host, args.port, args.workers, args.data_dir, args.app)
 
 
+def _cmd_bot(args: argparse.Namespace) -> int:
+    import logging
+
+    from clients.api import ArenaClient, ArenaError
+    from clients.runner import BotRunner, as_strategy
+
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(message)s",
+    )
+    try:
+        strategy = as_strategy(args.strategy)
+    except ValueError as exc:
+        print(f"allfours bot: {exc}", file=sys.stderr)
+        return 2
+    with ArenaClient(args.server, token=args.token) as client:
+        try:
+            if args.token:
+                me = client.me()
+            else:
+                me = client.register(args.name or f"{args.strategy.rsplit(':', 1)[-1]}-bot")
+                print(json.dumps({"id": me.id, "name": me.name, "token": me.token}), flush=True)
+        except ArenaError as exc:
+            print(f"allfours bot: {exc}", file=sys.stderr)
+            return 1
+        runner = BotRunner(
+            client,
+            strategy,
+            workers=args.workers,
+            max_games=args.games,
+            stop_when_idle=args.until_idle,
+            poll_timeout=args.poll,
+            handle_signals=True,
+            name=me.name,
+        )
+        stats = runner.run()
+    print(json.dumps({"games": stats.games_finished, "wins": stats.wins,
+                      "actions": stats.actions, "errors": stats.errors}), flush=True)
+    return 0
+
+
+def _cmd_register(args: argparse.Namespace) -> int:
+    from clients.api import ArenaClient, ArenaError
+
+    with ArenaClient(args.server) as client:
+        try:
+            bot = client.register(args.name)
+        except ArenaError as exc:
+            print(f"allfours register: {exc}", file=sys.stderr)
+            return 1
+    print(json.dumps({"id": bot.id, "name": bot.name, "token": bot.token}))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="allfours", description="All Fours Arena")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -88,6 +143,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.add_argument("--app", default="service.wsgi:app", help=argparse.SUPPRESS)
     srv.set_defaults(func=_cmd_serve)
+    server_default = os.environ.get("ALLFOURS_SERVER", "http://127.0.0.1:8000")
+    bot = sub.add_parser(
+        "bot",
+        help="play as a bot against a service: a built-in strategy or your own module:Class",
+        description="Long-poll the service for this bot's turns in all its games and play "
+        "them with the strategy. Without --token (or $ALLFOURS_TOKEN) a new bot is "
+        "registered and its id and token are printed as JSON first.",
+    )
+    bot.add_argument("--strategy", default="random",
+                     help="random, heuristic, search, or package.module:Class")
+    bot.add_argument("--server", default=server_default,
+                     help="service URL (default $ALLFOURS_SERVER or %(default)s)")
+    bot.add_argument("--token", default=os.environ.get("ALLFOURS_TOKEN"),
+                     help="the bot's bearer token (default $ALLFOURS_TOKEN)")
+    bot.add_argument("--name", default=None, help="name to register with when no token")
+    bot.add_argument("--games", type=int, default=None, help="stop after this many games")
+    bot.add_argument("--until-idle", action="store_true",
+                     help="stop when no game of this bot is left to play")
+    bot.add_argument("--workers", type=int, default=4, help="games decided at once")
+    bot.add_argument("--poll", type=float, default=10.0, help="seconds per turn long-poll")
+    bot.add_argument("--log-level", default="info",
+                     choices=("debug", "info", "warning", "error"))
+    bot.set_defaults(func=_cmd_bot)
+    reg = sub.add_parser("register", help="register a bot; prints its id and token as JSON")
+    reg.add_argument("--name", required=True)
+    reg.add_argument("--server", default=server_default)
+    reg.set_defaults(func=_cmd_register)
     return parser
 
 

@@ -1,0 +1,326 @@
+"""The bot framework: a strategy decides, ``BotRunner`` does everything else.
+
+A bot author writes one function ``(view, legal) -> action`` or a class with
+``choose(view, legal)`` (see ``clients.strategies.Strategy``)::
+
+    from clients.api import ArenaClient
+    from clients.runner import BotRunner
+
+    def first_legal(view, legal):
+        return legal[0]
+
+    BotRunner(ArenaClient(URL, token=TOKEN), first_legal).run()
+
+The runner long-polls ``GET /bots/me/turns`` for the games (all of them, any number) where
+it is the bot's turn, and hands each to a small thread pool. A worker fetches the view,
+asks the strategy, and posts the action with the view's ``version``; while the answer says
+it is still the bot's turn (it holds two seats, or leads again) it goes on. A
+``not-your-turn``/``version-conflict``/``precondition-failed`` answer means the game moved
+on: the worker re-fetches and decides again. Network trouble that outlasts the client's
+own retries is waited out with a growing backoff. Stop it with ``stop()``, a
+``threading.Event``, ``max_games``, ``stop_when_idle``, or SIGINT/SIGTERM when
+``handle_signals`` is on.
+
+Logging (``logging`` module, logger ``clients.runner``): each decision at INFO with the
+seat's own hand — a view only ever shows its own seat's cards, and nothing else is logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from .api import ArenaClient, ArenaError, View
+
+log = logging.getLogger(__name__)
+
+ChooseFn = Callable[[dict[str, Any], list[str]], str]
+# The game moved on under us: look again and decide again.
+STALE = {"not-your-turn", "version-conflict", "precondition-failed", "game-not-started"}
+
+
+class FunctionStrategy:
+    """Wraps a plain ``(view, legal) -> action`` function as a strategy."""
+
+    def __init__(self, fn: ChooseFn) -> None:
+        self.fn = fn
+
+    def choose(self, view: dict[str, Any], legal: list[str]) -> str:
+        return self.fn(view, legal)
+
+    def __repr__(self) -> str:
+        return f"FunctionStrategy({getattr(self.fn, '__name__', self.fn)!r})"
+
+
+def as_strategy(obj: Any) -> Any:
+    """A strategy from a strategy object, a strategy class, a name, or a function."""
+    if isinstance(obj, str):
+        from .strategies import get_strategy
+
+        return get_strategy(obj)
+    if isinstance(obj, type):
+        obj = obj()
+    if callable(getattr(obj, "choose", None)):
+        return obj
+    if callable(obj):
+        return FunctionStrategy(obj)
+    raise TypeError(f"{obj!r} is neither a strategy (choose(view, legal)) nor a function")
+
+
+@dataclass
+class RunnerStats:
+    """What the runner did; read it after ``run()`` (or while it runs, roughly)."""
+
+    actions: int = 0
+    games_finished: int = 0
+    wins: int = 0
+    conflicts: int = 0  # stale views re-fetched
+    errors: int = 0  # calls that failed after the client's retries
+    strategy_errors: int = 0  # strategy raised or chose an illegal action
+    finished: list[str] = field(default_factory=list)  # game ids, in the order they ended
+
+
+class BotRunner:
+    """Plays every game of the client's bot until told to stop.
+
+    - ``workers``: games decided at the same time (any number of games can be open).
+    - ``max_games``: stop once this many of the bot's games have finished.
+    - ``stop_when_idle``: stop when a turn poll comes back empty and no game this runner
+      has played is still going.
+    - ``stop_event``: a ``threading.Event`` that stops the runner when set.
+    - ``poll_timeout``: seconds per turn long-poll (also how quickly a stop is noticed).
+    """
+
+    def __init__(
+        self,
+        client: ArenaClient,
+        strategy: Any,
+        *,
+        workers: int = 4,
+        max_games: int | None = None,
+        stop_when_idle: bool = False,
+        stop_event: threading.Event | None = None,
+        poll_timeout: float = 10.0,
+        check_every: float = 2.0,
+        max_backoff: float = 30.0,
+        handle_signals: bool = False,
+        name: str | None = None,
+    ) -> None:
+        self.client = client
+        self.strategy = as_strategy(strategy)
+        self.workers = max(1, workers)
+        self.max_games = max_games
+        self.stop_when_idle = stop_when_idle
+        self.stop_event = stop_event or threading.Event()
+        self.poll_timeout = poll_timeout
+        self.check_every = check_every
+        self.max_backoff = max_backoff
+        self.handle_signals = handle_signals
+        self.name = name or "bot"
+        self.stats = RunnerStats()
+        self._lock = threading.Lock()
+        self._open: dict[str, float] = {}  # games played and not seen over -> last checked
+        self._done: set[str] = set()
+
+    # --- control -------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop_event.is_set()
+
+    def run(self) -> RunnerStats:
+        """Play until stopped; returns the stats."""
+        previous: dict[int, Any] = {}
+        if self.handle_signals and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, self._on_signal)
+        log.info("%s: runner started (%s, %d workers)", self.name, _name(self.strategy),
+                 self.workers)
+        pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"{self.name}-game")
+        busy: dict[str, Future[None]] = {}
+        failures = 0
+        try:
+            while not self._should_stop():
+                for gid in [g for g, f in busy.items() if f.done()]:
+                    busy.pop(gid).result()  # play_game never raises; this re-raises bugs
+                try:
+                    turns = self.client.my_turns(self.poll_timeout)
+                    failures = 0
+                except ArenaError as exc:
+                    failures += 1
+                    self._backoff(failures, exc)
+                    continue
+                fresh = [g for g in turns.games if g not in busy and g not in self._done]
+                for gid in fresh:
+                    busy[gid] = pool.submit(self.play_game, gid)
+                if busy and not fresh:
+                    # every pending turn is being played: wait for one to finish, not spin
+                    wait(list(busy.values()), timeout=self.poll_timeout,
+                         return_when=FIRST_COMPLETED)
+                if not turns.games:
+                    self._check_open(force=turns.timed_out)
+                    if self.stop_when_idle and turns.timed_out and not busy and not self._open:
+                        log.info("%s: idle, stopping", self.name)
+                        break
+                else:
+                    self._check_open(force=False)
+        finally:
+            self.stop_event.set()
+            pool.shutdown(wait=True)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            log.info("%s: runner stopped: %s", self.name, self.stats)
+        return self.stats
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        if self.stopping:
+            raise KeyboardInterrupt
+        log.info("%s: signal %d: finishing the current moves, then stopping", self.name,
+                 signum)
+        self.stop()
+
+    def _should_stop(self) -> bool:
+        if self.stopping:
+            return True
+        return self.max_games is not None and self.stats.games_finished >= self.max_games
+
+    def _backoff(self, failures: int, exc: ArenaError) -> None:
+        pause = min(self.max_backoff, 0.5 * 2 ** (failures - 1))
+        if exc.retry_after is not None:
+            pause = max(pause, exc.retry_after)
+        with self._lock:
+            self.stats.errors += 1
+        log.warning("%s: %s; trying again in %.1f s", self.name, exc, pause)
+        self.stop_event.wait(pause)
+
+    # --- one game --------------------------------------------------------------------------
+
+    def play_game(self, game_id: str) -> None:
+        """Act in ``game_id`` while it is this bot's turn there. Never raises."""
+        try:
+            self._play(game_id)
+        except ArenaError as exc:
+            with self._lock:
+                self.stats.errors += 1
+            log.warning("%s: game %s: %s", self.name, game_id, exc)
+            if exc.status == 0:  # the service is unreachable: let the poll loop back off
+                self.stop_event.wait(1.0)
+        except Exception:
+            with self._lock:
+                self.stats.errors += 1
+            log.exception("%s: game %s: unexpected error", self.name, game_id)
+
+    def _play(self, game_id: str) -> None:
+        view = self.client.game(game_id)
+        stale = 0
+        while not self.stopping:
+            self._seen(view)
+            if view.finished or not view.your_turn:
+                return
+            action = self._decide(view)
+            try:
+                view = self.client.act(game_id, action, version=view.version, seat=view.seat)
+            except ArenaError as exc:
+                if exc.kind not in STALE or stale >= 20:
+                    raise
+                stale += 1
+                with self._lock:
+                    self.stats.conflicts += 1
+                log.info("%s: game %s: %s; looking again", self.name, game_id, exc.kind)
+                view = self.client.game(game_id)
+                continue
+            stale = 0
+            with self._lock:
+                self.stats.actions += 1
+            log.info("%s: game %s seat %s v%d: %s (hand was %s)", self.name, game_id,
+                     view.seat, view.version, action, " ".join(_hand_before(view, action)))
+
+    def _decide(self, view: View) -> str:
+        legal = view.legal_actions
+        try:
+            action = self.strategy.choose(view.raw, list(legal))
+        except Exception:
+            log.exception("%s: game %s: the strategy failed; playing %s", self.name, view.id,
+                          legal[0])
+            with self._lock:
+                self.stats.strategy_errors += 1
+            return legal[0]
+        if action not in legal:
+            log.error("%s: game %s: the strategy chose %r, not one of %s; playing %s",
+                      self.name, view.id, action, legal, legal[0])
+            with self._lock:
+                self.stats.strategy_errors += 1
+            return legal[0]
+        return action
+
+    # --- which games are still going -----------------------------------------------------
+
+    def _seen(self, view: View) -> None:
+        with self._lock:
+            if view.id in self._done:
+                return
+            if not view.finished:
+                self._open[view.id] = time.monotonic()
+                return
+            self._open.pop(view.id, None)
+            self._done.add(view.id)
+            self.stats.games_finished += 1
+            self.stats.finished.append(view.id)
+            won = view.winner is not None and view.winner == view.team
+            self.stats.wins += won
+        log.info("%s: game %s over: scores %s, %s", self.name, view.id, view.scores,
+                 "won" if won else "lost")
+
+    def _check_open(self, force: bool) -> None:
+        """Games can end on another seat's move: look at open games now and then."""
+        now = time.monotonic()
+        with self._lock:
+            due = [g for g, t in self._open.items() if force or now - t >= self.check_every]
+        for gid in due:
+            try:
+                self._seen(self.client.game(gid))
+            except ArenaError as exc:
+                log.warning("%s: game %s: %s", self.name, gid, exc)
+                if exc.status == 404:
+                    with self._lock:
+                        self._open.pop(gid, None)
+
+
+def _hand_before(view: View, action: str) -> list[str]:
+    """The seat's own hand before its action (the answer shows the hand after it)."""
+    hand = list(view.hand or [])
+    if len(action) == 2 and action not in hand and action[0] in "23456789TJQKA":
+        hand.append(action)
+    return hand
+
+
+def _name(strategy: Any) -> str:
+    return repr(strategy) if isinstance(strategy, FunctionStrategy) else type(strategy).__name__
+
+
+def run_bot(
+    server: str,
+    strategy: Any,
+    token: str | None = None,
+    name: str | None = None,
+    **options: Any,
+) -> RunnerStats:
+    """Convenience: connect (registering ``name`` when no token is given) and run."""
+    client = ArenaClient(server, token=token)
+    if token is None:
+        bot = client.register(name or "bot")
+        log.info("registered %s as %s (token %s...)", bot.name, bot.id, bot.token[:6])
+    with client:
+        return BotRunner(client, strategy, **options).run()
+
+
+__all__ = ["BotRunner", "FunctionStrategy", "RunnerStats", "as_strategy", "run_bot"]
