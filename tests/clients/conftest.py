@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -174,9 +174,19 @@ def _kill(s: socket.socket) -> None:
 
 
 @pytest.fixture
-def proxy(live_url) -> Iterator[TcpProxy]:
-    p = TcpProxy(int(live_url.rsplit(":", 1)[1]))
-    try:
-        yield p
-    finally:
+def make_proxy(live_url) -> Iterator[Callable[..., TcpProxy]]:
+    """A factory of proxies to the live service (``port``: listen there), closed at the end."""
+    made: list[TcpProxy] = []
+
+    def make(port: int = 0) -> TcpProxy:
+        made.append(TcpProxy(int(live_url.rsplit(":", 1)[1]), port))
+        return made[-1]
+
+    yield make
+    for p in made:
         p.close()
+
+
+@pytest.fixture
+def proxy(make_proxy) -> TcpProxy:
+    return make_proxy()
