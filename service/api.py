@@ -9,6 +9,7 @@ declarations to write ``openapi.yaml``, so the contract cannot drift from the co
 from __future__ import annotations
 
 import functools
+import hmac
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -21,6 +22,7 @@ from marshmallow import Schema, ValidationError
 from . import schemas as s
 from .arena import Arena, dumps
 from .problems import Problem
+from .tournaments import Tournaments
 
 bp = Blueprint("api", __name__)
 
@@ -40,7 +42,7 @@ class Operation:
     response: type[Schema] | None = None
     status: int = 200
     content_type: str = "application/json"
-    auth: str | None = None  # "required", "optional" or None
+    auth: str | None = None  # "required", "optional", "admin" or None
     errors: tuple[int, ...] = ()
     headers_in: tuple[dict[str, Any], ...] = ()
     response_headers: dict[str, Any] = field(default_factory=dict)
@@ -57,9 +59,12 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
     def wrap(view: Callable[..., Response]) -> Callable[..., Response]:
         @functools.wraps(view)
         def inner(**kwargs: Any) -> Response:
-            bot_id = authenticate(op.auth)
-            if op.auth is not None:
-                kwargs["bot_id"] = bot_id
+            if op.auth == "admin":
+                authenticate_admin()
+            else:
+                bot_id = authenticate(op.auth)
+                if op.auth is not None:
+                    kwargs["bot_id"] = bot_id
             if query_schema is not None:
                 kwargs["query"] = load(query_schema, request.args.to_dict(), "query")
             if body_schema is not None:
@@ -118,6 +123,27 @@ def authenticate(mode: str | None) -> str | None:
     return bot_id
 
 
+def authenticate_admin() -> None:
+    """Only ``Authorization: Bearer <ARENA_ADMIN_TOKEN>`` passes: no header is 401, any
+    other token (a bot's included) 403. Compared in constant time (``hmac.compare_digest``)
+    so the response time says nothing about how much of a guess was right. With no admin
+    token configured, nobody is admin."""
+    header = request.headers.get("Authorization")
+    if not header:
+        raise Problem("unauthorized", "send Authorization: Bearer <admin token>")
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > 200:
+        raise Problem("unauthorized", "the Authorization header must be 'Bearer <token>'")
+    expected = current_app.config.get("ARENA_ADMIN_TOKEN") or ""
+    if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
+        raise Problem("forbidden", "this needs the service's admin token")
+
+
+def tournaments() -> Tournaments:
+    return current_app.extensions["tournaments"]
+
+
 def arena() -> Arena:
     return current_app.extensions["arena"]
 
@@ -139,6 +165,8 @@ def view_response(text: str, version: int, status: int = 200) -> Response:
     return resp
 
 
+TOURNAMENT_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN},
+                 "description": "tournament id"}
 GAME_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description": "game id"}
 BOT_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description": "bot id"}
 SEAT = {"schema": {"type": "integer", "minimum": 0, "maximum": 3}, "description": "seat"}
@@ -398,6 +426,81 @@ def events(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
 )
 def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     return respond(sch(s.Record), arena().record(game_id, bot_id, query.get("seat")))
+
+
+# --- tournaments ----------------------------------------------------------------------------
+
+
+@bp.post("/tournaments")
+@operation(
+    summary="Create a tournament (admin)",
+    description="Round robin or Swiss over registered bots, 2- or 4-player games (in a "
+    "4-player game each entrant holds both seats of its team), games per pairing, duplicate "
+    "deals (each deal played twice, the entrants swapping teams and so cards), house rules "
+    "and a move time limit. The service creates the games itself as earlier ones finish; "
+    "entrants find them through `GET /bots/me/turns`. Needs the admin token "
+    "(`ARENA_ADMIN_TOKEN`).",
+    tags=("tournaments",),
+    body=s.TournamentCreate,
+    response=s.Tournament,
+    status=201,
+    auth="admin",
+    errors=(403, 404),
+    example={"name": "weekly", "format": "round_robin",
+             "entrants": ["3f9a1c2b7d10", "8e7d6c5b4a39", "0a1b2c3d4e5f"],
+             "players": 2, "games_per_pairing": 2, "duplicate": True,
+             "variants": {"target": 7}, "move_limit": 10},
+)
+def create_tournament(body: dict[str, Any]) -> Response:
+    t = tournaments().create(body)
+    return respond(sch(s.Tournament), t, 201, {"Location": f"/tournaments/{t['id']}"})
+
+
+@bp.get("/tournaments")
+@operation(summary="List tournaments, newest first", tags=("tournaments",),
+           query=s.TournamentListQuery, response=s.TournamentList)
+def list_tournaments(query: dict[str, Any]) -> Response:
+    return respond(sch(s.TournamentList),
+                   tournaments().list(query["limit"], query.get("cursor")))
+
+
+@bp.get("/tournaments/<tournament_id>")
+@operation(
+    summary="A tournament: settings, status, rounds with their games and results",
+    description="A game's seed (and the tournament's) is shown only once it is over: it "
+    "fixes every card.",
+    tags=("tournaments",),
+    response=s.Tournament,
+    errors=(404,),
+    path_params={"tournament_id": TOURNAMENT_ID},
+)
+def get_tournament(tournament_id: str) -> Response:
+    return respond(sch(s.Tournament), tournaments().detail(tournament_id))
+
+
+@bp.get("/tournaments/<tournament_id>/standings")
+@operation(
+    summary="Standings and ratings, with the rating history per round",
+    description="Ranked by match score, games won, point difference, then rating ordinal. "
+    "Ratings are OpenSkill (Plackett-Luce), one per bot (in a 4-player game the two seats "
+    "of an entrant are one player), shown as mu, sigma and ordinal = mu - 3 sigma.",
+    tags=("tournaments",),
+    response=s.Standings,
+    errors=(404,),
+    path_params={"tournament_id": TOURNAMENT_ID},
+)
+def get_standings(tournament_id: str) -> Response:
+    return respond(sch(s.Standings), tournaments().standings(tournament_id))
+
+
+@bp.get("/leaderboard")
+@operation(
+    summary="Ratings over every tournament game, best ordinal first",
+    tags=("tournaments",),
+    response=s.Leaderboard,
+)
+def leaderboard() -> Response:
+    return respond(sch(s.Leaderboard), tournaments().leaderboard())
 
 
 def operations(app_rules: Iterable[Any], views: dict[str, Any]) -> list[tuple[str, str, Any]]:

@@ -19,11 +19,12 @@ from .arena import Arena
 from .openapi import spec_yaml
 from .problems import Problem, register_error_handlers
 from .store import Store, token_hash
+from .tournaments import Tournaments
 
 DEFAULTS: dict[str, Any] = {
     "REDIS_URL": "redis://127.0.0.1:6379/0",
     "ARENA_KEY_PREFIX": "af:",
-    "ARENA_ADMIN_TOKEN": None,
+    "ARENA_ADMIN_TOKEN": None,  # creating tournaments needs it; unset: nobody may
     "ARENA_RATE_LIMIT": 1200,  # requests per window per token (or per address); 0: off
     "ARENA_RATE_WINDOW": 60,  # seconds
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
@@ -65,7 +66,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         health_check_interval=30,
     )
     store = Store(client, app.config["ARENA_KEY_PREFIX"])
-    app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
+    arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
+    app.extensions["tournaments"] = Tournaments(arena)
 
     register_error_handlers(app)
     app.register_blueprint(api.bp)

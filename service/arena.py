@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .engine import (
@@ -33,6 +34,8 @@ from .engine.record import record_from_events
 from .problems import Problem
 from .schemas import View
 from .store import Game, Store
+
+log = logging.getLogger(__name__)
 
 WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 CAS_ATTEMPTS = 50
@@ -60,6 +63,17 @@ def turn_bot(state: State, seats: list[str | None], status: str) -> str | None:
     return seats[state.turn]
 
 
+def deadline_for(meta: dict[str, Any], state: State, status: str,
+                 now: float | None = None) -> float | None:
+    """When the decision now due must be made: the move limit from now (the service's
+    clock), or None when the game has no limit or nobody is to act. Every action starts
+    a new decision, even when the same seat acts again (a trick winner leading)."""
+    limit = meta.get("move_limit")
+    if not limit or status != ACTIVE or state.is_over:
+        return None
+    return round((time.time() if now is None else now) + float(limit), 3)
+
+
 def parse_event_id(text: str | None) -> tuple[int, int] | None:
     """``"ply.index"`` → (ply, index); a bare ``"ply"`` means all of that ply's events;
     None when absent or not of that shape."""
@@ -81,6 +95,19 @@ class Arena:
     def __init__(self, store: Store, keepalive_s: float = KEEPALIVE_S) -> None:
         self.store = store
         self.keepalive_s = keepalive_s
+        # Called with a game that an action (or a timeout) just finished, if it belongs to
+        # a tournament. Best effort: a failure is logged and the sweeper's periodic
+        # re-check of open tournaments repairs it.
+        self.on_finish: list[Callable[[Game], None]] = []
+
+    def _finished(self, game: Game, status: str) -> None:
+        if status != FINISHED or not game.meta.get("tournament"):
+            return
+        for hook in self.on_finish:
+            try:
+                hook(game)
+            except Exception:
+                log.exception("after-finish hook failed for game %s", game.id)
 
     # --- bots ------------------------------------------------------------------------------
 
@@ -124,7 +151,10 @@ class Arena:
             "created": int(time.time()),
             "creator": creator,
         }
-        game = self.store.create_game(meta, state, status, turn_bot(state, seats, status))
+        if body.get("move_limit"):
+            meta["move_limit"] = body["move_limit"]
+        game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
+                                      deadline_for(meta, state, status))
         return self.summary(game)
 
     def get(self, game_id: str) -> Game:
@@ -154,6 +184,8 @@ class Arena:
             "created": game.meta["created"],
             "scores": list(state.scores),
             "winner": state.winner,
+            "move_limit": game.meta.get("move_limit"),
+            "tournament": (game.meta.get("tournament") or {}).get("id"),
         }
 
     def list_games(self, status: str | None, limit: int, cursor: int | None) -> dict[str, Any]:
@@ -186,8 +218,10 @@ class Arena:
         return held[0]
 
     def render(self, game: Game, state: State, seat: int | None, version: int,
-               status: str) -> dict[str, Any]:
-        """The engine's view for ``seat`` wrapped with the game's identity and seats."""
+               status: str, deadline: float | None = None) -> dict[str, Any]:
+        """The engine's view for ``seat`` wrapped with the game's identity and seats, and
+        the move deadline: ``deadline`` (unix seconds) and ``time_left`` (seconds, from
+        the service's clock at answer time)."""
         engine_view = seat_view(state, seat) if seat is not None else spectator_view(state)
         view = {
             **engine_view,
@@ -196,6 +230,10 @@ class Arena:
             "status": status,
             "seats": self.seats_out(game),
             "your_turn": bool(engine_view["legal_actions"]) and status == ACTIVE,
+            "move_limit": game.meta.get("move_limit"),
+            "deadline": deadline,
+            "time_left": (round(max(0.0, deadline - time.time()), 3)
+                          if deadline is not None else None),
         }
         if status != ACTIVE:
             view["legal_actions"] = []
@@ -204,7 +242,7 @@ class Arena:
     def view(self, game: Game, bot_id: str | None, seat: int | None) -> dict[str, Any]:
         state = game.state
         viewer = self.viewer_seat(game, bot_id, seat, state)
-        return self.render(game, state, viewer, game.version, game.status)
+        return self.render(game, state, viewer, game.version, game.status, game.deadline)
 
     # --- joining -------------------------------------------------------------------------
 
@@ -225,12 +263,14 @@ class Arena:
             names = list(game.meta["names"])
             names[seat] = self.store.bot_names([bot_id]).get(bot_id)
             meta = {**game.meta, "seats": seats, "names": names}
+            deadline = deadline_for(meta, state, status)
             code, value = self.store.commit(
-                game, meta=meta, status=status, new_turn_bot=turn_bot(state, seats, status)
+                game, meta=meta, status=status, new_turn_bot=turn_bot(state, seats, status),
+                deadline=deadline,
             )
             if code == 1:
                 game.meta, game.status, game.version = meta, status, int(value)
-                return self.render(game, state, seat, game.version, status)
+                return self.render(game, state, seat, game.version, status, deadline)
             if code == -1:
                 raise Problem("not-found", "no such game")
         raise Problem("service-unavailable", "too much contention; retry",
@@ -282,18 +322,21 @@ class Arena:
                               current_version=game.version)
             new_state, _ = apply(state, action, seat=seat)
             status = status_of(new_state, game.seats)
+            deadline = deadline_for(game.meta, new_state, status)
             code, value = self.store.commit(
                 game,
                 state=new_state,
                 action=action,
                 status=status,
                 idem_key=idem_key,
-                idem_value=f"{body_hash}|{new_state.ply}|{seat}",
+                idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}",
                 old_turn_bot=turn_bot(state, game.seats, game.status),
                 new_turn_bot=turn_bot(new_state, game.seats, status),
+                deadline=deadline,
             )
             if code == 1:
-                return dumps(self.render(game, new_state, seat, int(value), status))
+                self._finished(game, status)
+                return dumps(self.render(game, new_state, seat, int(value), status, deadline))
             if code == 2:  # a retry with this key won the race: answer as it was answered
                 return self._replay_answer(self.get(game_id), value.decode(), body_hash)
             if code == -1:
@@ -314,8 +357,11 @@ class Arena:
         return held[0]
 
     def _replay_answer(self, game: Game, stored: str, body_hash: str) -> str:
-        """The answer first given for an Idempotency-Key, rebuilt from the action log."""
-        want_hash, ply, seat, version = stored.split("|")
+        """The answer first given for an Idempotency-Key, rebuilt from the action log
+        (with the deadline it had; only ``time_left`` is counted again)."""
+        parts = stored.split("|")
+        want_hash, ply, seat, version = parts[0], parts[1], parts[2], parts[-1]
+        deadline = float(parts[3]) if len(parts) == 5 and parts[3] else None
         if want_hash != body_hash:
             raise Problem("idempotency-key-reused",
                           "this Idempotency-Key was first used with a different request")
@@ -323,7 +369,49 @@ class Arena:
         for a in game.actions[: int(ply)]:
             state, _ = apply(state, a)
         status = status_of(state, game.seats)
-        return dumps(self.render(game, state, int(seat), int(version), status))
+        return dumps(self.render(game, state, int(seat), int(version), status, deadline))
+
+    # --- timeouts --------------------------------------------------------------------------
+
+    def timeout(self, game_id: str, version: int, action_for: Callable[[State], int],
+                now: float | None = None) -> bool:
+        """Play ``action_for(state)`` for the seat in turn if ``version`` is still current
+        and its deadline has passed; True if it was applied.
+
+        Goes through the same compare-and-set as a bot's action, with the version the
+        deadline was set for: a move made in time bumped the version first, so the
+        timeout finds a newer version and is void. The timeout is kept in the game's
+        meta (``timeouts``: seat, ply, action) so the record and standings show it.
+        """
+        game = self.store.get_game(game_id)
+        if game is None or game.version != version or game.status != ACTIVE:
+            return False
+        now = time.time() if now is None else now
+        if game.deadline is None or game.deadline > now:
+            return False
+        state = game.state
+        seat = state.turn
+        action = action_for(state)
+        new_state, _ = apply(state, action, seat=seat)
+        status = status_of(new_state, game.seats)
+        timeouts = [*game.meta.get("timeouts", []),
+                    {"seat": seat, "ply": new_state.ply, "action": action_name(action)}]
+        meta = {**game.meta, "timeouts": timeouts}
+        code, _ = self.store.commit(
+            game,
+            state=new_state,
+            meta=meta,
+            action=action,
+            status=status,
+            old_turn_bot=turn_bot(state, game.seats, game.status),
+            new_turn_bot=turn_bot(new_state, game.seats, status),
+            deadline=deadline_for(meta, new_state, status, now),
+        )
+        if code != 1:
+            return False
+        game.meta = meta
+        self._finished(game, status)
+        return True
 
     # --- waiting -----------------------------------------------------------------------------
 
@@ -468,6 +556,7 @@ class Arena:
         if game.status == FINISHED:
             record = build_record(game.players, game.meta["seed"], game.variants, actions)
             record["complete"] = True
+            record["timeouts"] = game.meta.get("timeouts", [])
             return record
         viewer = self.viewer_seat(game, bot_id, seat)
         events = [
@@ -478,6 +567,7 @@ class Arena:
         record = record_from_events(events)
         record["actions"] = names
         record["complete"] = False
+        record["timeouts"] = game.meta.get("timeouts", [])
         return record
 
 

@@ -40,3 +40,15 @@ proc_name = "allfours-arena"
 # gunicorn 24+ opens a control socket at one fixed path per user; two services on one
 # machine (tests, the statelessness check, the benchmark) would fight over it. Unused here.
 control_socket_disable = True
+
+
+def post_worker_init(worker: object) -> None:
+    """Every worker runs a deadline sweeper (a greenlet under gevent) next to the app:
+    move deadlines are enforced and open tournaments re-checked with no client involved.
+    Several sweepers at once are harmless (see ``service.deadlines``); set
+    ``ARENA_SWEEPER=0`` to run none (e.g. when a separate process runs them)."""
+    if os.environ.get("ARENA_SWEEPER", "1") == "0":
+        return
+    from service.deadlines import start_sweeper
+
+    start_sweeper(worker.wsgi)  # type: ignore[attr-defined]

@@ -31,6 +31,17 @@ Bots play Trinidad All Fours (rule book: R1–R23) against each other over HTTP.
 3. Loop: `GET /games/{id}/turn` (long-poll) until `view.your_turn`, then
    `POST /games/{id}/actions` with one of `view.legal_actions`.
 
+Tournaments (`POST /tournaments`, admin only) create their games themselves; an entrant
+finds its turns with `GET /bots/me/turns`.
+
+**Move deadlines.** A game with a `move_limit` gives each decision that many seconds
+(`view.deadline`, `view.time_left`; the service's clock). When time runs out the service
+plays for the seat — whether or not any client is connected — and records a timeout in
+the record (`timeouts`) and the tournament standings. The default actions:
+`stand` (stand or beg); `give_one` if legal, else `run_pack` (give one or run the pack);
+the lowest legal card when playing (lowest rank, Two lowest; ties clubs, diamonds,
+hearts, spades). A move that arrives before the deadline always wins over the timeout.
+
 Every view carries a `version`; send it back (`version` or `If-Match`) to refuse an action
 if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 `application/problem+json` (RFC 9457) with a stable `type`:
@@ -41,8 +52,9 @@ if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 _STATUS_TEXT = {
     400: "Malformed JSON or bad request (`/problems/malformed-json`, `/problems/bad-request`)",
     401: "Missing, malformed or unknown bearer token (`/problems/unauthorized`)",
-    403: "Your bot does not hold that seat (`/problems/forbidden-seat`)",
-    404: "No such game, bot or seat (`/problems/not-found`)",
+    403: "Your bot does not hold that seat (`/problems/forbidden-seat`), or the call needs "
+    "the admin token (`/problems/forbidden`)",
+    404: "No such game, bot, seat or tournament (`/problems/not-found`)",
     409: "Conflict with the game as it is now: `/problems/illegal-action` (with the `rule` "
     "broken, e.g. R14), `/problems/not-your-turn`, `/problems/version-conflict` (with "
     "`current_version`), `/problems/seat-taken`, `/problems/game-not-started`",
@@ -105,7 +117,10 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         ok["headers"] = op.response_headers
     responses: dict[str, Any] = {str(op.status): ok}
     codes = set(op.errors) | {429, 503}
-    if op.auth is not None:
+    if op.auth == "admin":
+        codes |= {401, 403}
+        out["security"] = [{"admin": []}]
+    elif op.auth is not None:
         codes.add(401)
         out["security"] = [{"bearer": []}] if op.auth == "required" else [{"bearer": []}, {}]
     if op.body is not None:
@@ -128,6 +143,11 @@ def build_spec(app: Flask) -> APISpec:
     )
     spec.components.security_scheme(
         "bearer", {"type": "http", "scheme": "bearer", "description": "token from POST /bots"}
+    )
+    spec.components.security_scheme(
+        "admin",
+        {"type": "http", "scheme": "bearer",
+         "description": "the service's admin token (ARENA_ADMIN_TOKEN)"},
     )
     spec.components.schema("Problem", schema=s.ProblemSchema)
     by_path: dict[str, dict[str, Any]] = {}

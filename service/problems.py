@@ -35,6 +35,7 @@ KINDS: dict[str, tuple[int, str]] = {
     "unsupported-media-type": (415, "Unsupported media type"),
     "unauthorized": (401, "A valid bearer token is required"),
     "forbidden-seat": (403, "Your bot does not hold that seat"),
+    "forbidden": (403, "Only the admin token may do that"),
     "seat-taken": (409, "That seat is already taken"),
     "game-not-started": (409, "The game is waiting for players"),
     "not-your-turn": (409, "It is not your turn"),

@@ -17,6 +17,20 @@ CARD_RE = r"^[2-9TJQKA][CDHS]$"
 ACTION_RE = r"^(stand|beg|give_one|run_pack|[2-9TJQKA][CDHS])$"
 EVENT_ID_RE = r"^\d{1,9}(\.\d{1,5})?$"
 ACTION_DOC = "stand, beg, give_one, run_pack, or a card to play such as AS, TD, 7H"
+TIMEOUT_DOC = (
+    "seconds a seat has for each decision; when it runs out the service plays a default "
+    "action for it (stand; give_one if legal, else run_pack; the lowest legal card: lowest "
+    "rank, ties clubs, diamonds, hearts, spades) and records a timeout"
+)
+
+
+class JsonNumber(fields.Float):
+    """A JSON number (never true or a string)."""
+
+    def _deserialize(self, value: object, attr: object, data: object, **kw: object) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.make_error("invalid")
+        return super()._deserialize(value, attr, data, **kw)
 
 
 class StrictBool(fields.Boolean):
@@ -80,6 +94,10 @@ class GameCreate(Strict):
         metadata={"description": "fixes the cut and every deal; random when omitted"},
     )
     variants = fields.Nested(VariantsIn, metadata={"description": "house rules (all optional)"})
+    move_limit = JsonNumber(
+        validate=validate.Range(0.5, 3600),
+        metadata={"description": TIMEOUT_DOC + "; omitted: no limit", "example": 10},
+    )
     seats = fields.List(
         fields.Str(allow_none=True, validate=validate.Regexp(ID_PATTERN)),
         metadata={
@@ -198,6 +216,10 @@ class GameSummary(Out):
     created = fields.Int(required=True)
     scores = fields.List(fields.Int(), required=True)
     winner = fields.Int(required=True, allow_none=True)
+    move_limit = fields.Float(required=True, allow_none=True,
+                              metadata={"description": "seconds per decision, or null"})
+    tournament = fields.Str(required=True, allow_none=True,
+                            metadata={"description": "the tournament's id, if any"})
 
 
 class GameList(Out):
@@ -278,6 +300,16 @@ class View(Out):
         fields.List(fields.Str()), metadata={"description": "every hand, once the game is over"}
     )
     seed = fields.Int(metadata={"description": "the seed, once the game is over"})
+    move_limit = fields.Float(required=True, allow_none=True,
+                              metadata={"description": "seconds per decision, or null"})
+    deadline = fields.Float(
+        required=True, allow_none=True,
+        metadata={"description": "unix seconds (the service's clock) by which the seat in "
+                  "turn must act, or null (no limit, or nobody to act)"},
+    )
+    time_left = fields.Float(required=True, allow_none=True,
+                             metadata={"description": "seconds until the deadline, at answer "
+                                       "time"})
 
 
 class TurnAnswer(Out):
@@ -288,6 +320,12 @@ class TurnAnswer(Out):
 class BotTurns(Out):
     timed_out = fields.Bool(required=True)
     games = fields.List(fields.Str(), required=True, metadata={"description": "game ids"})
+
+
+class TimeoutOut(Out):
+    seat = fields.Int(required=True)
+    ply = fields.Int(required=True, metadata={"description": "the action's number (1 = first)"})
+    action = fields.Str(required=True, metadata={"description": "the default action played"})
 
 
 class Record(Out):
@@ -307,6 +345,12 @@ class Record(Out):
     scores = fields.List(fields.Int(), required=True)
     actions = fields.List(fields.Str(), required=True)
     complete = fields.Bool(required=True)
+    timeouts = fields.List(
+        fields.Nested(TimeoutOut),
+        required=True,
+        metadata={"description": "decisions the service made for a seat whose time ran out"},
+    )
+
 
 
 class Health(Out):
@@ -322,3 +366,175 @@ class ProblemSchema(Out):
     errors = fields.Dict(metadata={"description": "validation: messages per field"})
     rule = fields.Str(metadata={"description": "the rule id an action broke, e.g. R14"})
     current_version = fields.Int(metadata={"description": "version conflicts: the version now"})
+
+
+# --- tournaments ----------------------------------------------------------------------------
+
+
+class TournamentCreate(Strict):
+    name = fields.Str(validate=[validate.Length(1, 60), validate.Regexp(r"^[A-Za-z0-9 ._-]+$")],
+                      metadata={"example": "weekly"})
+    format = fields.Str(required=True, validate=validate.OneOf(["round_robin", "swiss"]))
+    entrants = fields.List(
+        fields.Str(validate=validate.Regexp(ID_PATTERN)),
+        required=True,
+        validate=validate.Length(2, 64),
+        metadata={"description": "registered bot ids, distinct; the order seeds Swiss round 1"},
+    )
+    players = JsonInt(validate=validate.OneOf([2, 4]), load_default=2,
+                      metadata={"description": "4: each entrant holds both seats of its team"})
+    games_per_pairing = JsonInt(
+        validate=validate.Range(1, 100), load_default=2,
+        metadata={"description": "games each pairing plays per round (even with duplicate)"},
+    )
+    duplicate = StrictBool(
+        load_default=True,
+        metadata={"description": "play every deal twice, the entrants swapping teams (and so "
+                  "cards)"},
+    )
+    rounds = JsonInt(validate=validate.Range(1, 100),
+                     metadata={"description": "swiss only; default ceil(log2(entrants))"})
+    variants = fields.Nested(VariantsIn, metadata={"description": "house rules"})
+    move_limit = JsonNumber(validate=validate.Range(0.5, 3600),
+                            metadata={"description": TIMEOUT_DOC})
+    parallel = JsonInt(validate=validate.Range(1, 256), load_default=8,
+                       metadata={"description": "at most this many of its games at once"})
+    seed = JsonInt(validate=validate.Range(0, 2**63 - 1),
+                   metadata={"description": "fixes every deal; random when omitted"})
+
+    @validates_schema
+    def _consistent(self, data: dict, **_: object) -> None:
+        entrants = data.get("entrants") or []
+        if len(set(entrants)) != len(entrants):
+            raise ValidationError("must be distinct", "entrants")
+        if data.get("duplicate", True) and data.get("games_per_pairing", 2) % 2:
+            raise ValidationError("must be even with duplicate deals", "games_per_pairing")
+        if data.get("rounds") is not None and data.get("format") != "swiss":
+            raise ValidationError("only a swiss tournament has a rounds setting", "rounds")
+
+
+class TournamentSettings(Out):
+    format = fields.Str(required=True)
+    players = fields.Int(required=True)
+    games_per_pairing = fields.Int(required=True)
+    duplicate = fields.Bool(required=True)
+    rounds = fields.Int(required=True)
+    variants = fields.Dict(required=True)
+    move_limit = fields.Float(required=True, allow_none=True)
+    parallel = fields.Int(required=True)
+    seed = fields.Int(metadata={"description": "shown once the tournament is over"})
+
+
+class Entrant(Out):
+    bot_id = fields.Str(required=True)
+    bot_name = fields.Str(required=True)
+
+
+class Progress(Out):
+    games_planned = fields.Int(required=True)
+    games_done = fields.Int(required=True)
+    games_live = fields.Int(required=True)
+    rounds_planned = fields.Int(required=True)
+    rounds_done = fields.Int(required=True)
+
+
+class TournamentSummary(Out):
+    id = fields.Str(required=True, metadata={"example": "0c1d2e3f4a5b"})
+    name = fields.Str(required=True)
+    status = fields.Str(required=True, validate=validate.OneOf(["running", "finished"]))
+    created = fields.Int(required=True)
+    finished = fields.Int(required=True, allow_none=True)
+    settings = fields.Nested(TournamentSettings, required=True)
+    entrants = fields.List(fields.Nested(Entrant), required=True)
+    progress = fields.Nested(Progress, required=True)
+
+
+class TournamentGame(Out):
+    slot = fields.Int(required=True)
+    pairing = fields.Int(required=True, metadata={"description": "index within the round"})
+    deal = fields.Int(required=True, metadata={"description": "duplicate twins share it"})
+    teams = fields.List(fields.Str(), required=True,
+                        metadata={"description": "bot id on team 0, on team 1"})
+    game_id = fields.Str(required=True, allow_none=True)
+    status = fields.Str(required=True, validate=validate.OneOf(["pending", "live", "done"]))
+    seed = fields.Int(required=True, allow_none=True,
+                      metadata={"description": "the game's seed, once it is over"})
+    winner = fields.Str(required=True, allow_none=True, metadata={"description": "bot id"})
+    scores = fields.List(fields.Int(), required=True, allow_none=True)
+    hands_won = fields.List(fields.Int(), required=True, allow_none=True)
+    timeouts = fields.List(fields.Int(), required=True, allow_none=True)
+
+
+class TournamentRound(Out):
+    round = fields.Int(required=True)
+    byes = fields.List(fields.Str(), required=True)
+    games = fields.List(fields.Nested(TournamentGame), required=True)
+
+
+class Tournament(TournamentSummary):
+    rounds = fields.List(fields.Nested(TournamentRound), required=True)
+
+
+class TournamentList(Out):
+    items = fields.List(fields.Nested(TournamentSummary), required=True)
+    next_cursor = fields.Int(required=True, allow_none=True)
+
+
+class TournamentListQuery(Strict):
+    limit = fields.Int(validate=validate.Range(1, 100), load_default=20)
+    cursor = fields.Int(validate=validate.Range(0, 2**62))
+
+
+class RatingOut(Out):
+    mu = fields.Float(required=True, metadata={"description": "the estimate"})
+    sigma = fields.Float(required=True, metadata={"description": "its uncertainty"})
+    ordinal = fields.Float(required=True, metadata={"description": "mu - 3 sigma"})
+
+
+class StandingRow(Out):
+    rank = fields.Int(required=True)
+    bot_id = fields.Str(required=True)
+    bot_name = fields.Str(required=True)
+    score = fields.Float(required=True, metadata={
+        "description": "match points: per pairing and round 1 for winning more games (then "
+        "more points), 0.5 each if level; 1 per bye"})
+    played = fields.Int(required=True)
+    won = fields.Int(required=True)
+    lost = fields.Int(required=True)
+    hands_won = fields.Int(required=True, metadata={
+        "description": "hands in which its team scored more points than the other"})
+    points_for = fields.Int(required=True)
+    points_against = fields.Int(required=True)
+    timeouts = fields.Int(required=True)
+    byes = fields.Int(required=True)
+    rating = fields.Nested(RatingOut, required=True)
+
+
+class RatingPoint(RatingOut):
+    bot_id = fields.Str(required=True)
+
+
+class RatingHistory(Out):
+    round = fields.Int(required=True)
+    ratings = fields.List(fields.Nested(RatingPoint), required=True)
+
+
+class Standings(Out):
+    tournament_id = fields.Str(required=True)
+    status = fields.Str(required=True)
+    rounds_done = fields.Int(required=True)
+    items = fields.List(fields.Nested(StandingRow), required=True)
+    history = fields.List(fields.Nested(RatingHistory), required=True,
+                          metadata={"description": "everyone's rating after each round"})
+
+
+class LeaderboardRow(RatingOut):
+    rank = fields.Int(required=True)
+    bot_id = fields.Str(required=True)
+    bot_name = fields.Str(required=True)
+    games = fields.Int(required=True)
+    wins = fields.Int(required=True)
+
+
+class Leaderboard(Out):
+    items = fields.List(fields.Nested(LeaderboardRow), required=True)

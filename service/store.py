@@ -7,6 +7,13 @@ Per game, one hash ``{p}game:{id}``:
 - ``status``  waiting | active | finished (a field of its own so Lua can move indexes)
 - ``version`` an integer bumped by every change (join or action)
 - ``log``     the actions, one character each (``chr(48 + action)``)
+- ``deadline`` (only while a move limit runs) unix seconds by which the seat in turn must act
+
+Move deadlines: ``{p}deadlines`` is a sorted set, score = deadline (unix seconds, the
+service's clock), member = ``{game id}:{version}``. ``COMMIT`` removes the member of the
+version it replaces and adds the new version's deadline in the same script, so the set
+always holds at most one live entry per game and a move made in time voids the old one.
+``CLAIM`` hands due entries to a sweeper (``service.deadlines``).
 
 Events are not stored: a game is (players, seed, variants, log), so events are recomputed
 by replaying, which keeps a game to a few hundred bytes.
@@ -39,9 +46,10 @@ from .engine import State, Variants
 IDEM_TTL_S = 24 * 3600
 
 # KEYS[1] game hash, KEYS[2] idempotency key ('' for none), KEYS[3] index prefix,
-# KEYS[4] bot-turns key prefix, KEYS[5] channel.
+# KEYS[4] bot-turns key prefix, KEYS[5] channel, KEYS[6] deadlines sorted set.
 # ARGV: expected version, state json ('' keep), meta json ('' keep), action char ('' none),
-# new status, idem value ('' none), idem ttl, old turn bot, new turn bot, game id.
+# new status, idem value ('' none), idem ttl, old turn bot, new turn bot, game id,
+# new deadline ('' none).
 # Returns {1, new_version} | {0, current_version} | {2, stored idem value}.
 COMMIT = """
 local v = redis.call('HGET', KEYS[1], 'version')
@@ -66,6 +74,13 @@ if old ~= ARGV[5] then
   redis.call('HSET', KEYS[1], 'status', ARGV[5])
 end
 redis.call('HSET', KEYS[1], 'version', nv)
+redis.call('ZREM', KEYS[6], ARGV[10] .. ':' .. v)
+if ARGV[11] ~= '' then
+  redis.call('ZADD', KEYS[6], ARGV[11], ARGV[10] .. ':' .. nv)
+  redis.call('HSET', KEYS[1], 'deadline', ARGV[11])
+else
+  redis.call('HDEL', KEYS[1], 'deadline')
+end
 if KEYS[2] ~= '' then
   redis.call('SET', KEYS[2], ARGV[6] .. '|' .. nv, 'EX', tonumber(ARGV[7]))
 end
@@ -76,6 +91,15 @@ if ARGV[9] ~= '' then
 end
 redis.call('PUBLISH', KEYS[5], nv)
 return {1, nv}
+"""
+
+# KEYS[1] deadlines. ARGV: now, lease-until, max entries. Due entries (score <= now) are
+# pushed to lease-until and returned: one sweeper gets each; if it dies before acting,
+# the entry falls due again when the lease ends and another sweeper takes it.
+CLAIM = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, m in ipairs(due) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], m) end
+return due
 """
 
 # KEYS[1] counter. ARGV[1] window seconds. Returns {count, ttl_ms}.
@@ -101,6 +125,7 @@ class Game:
     meta: dict[str, Any]
     state_json: str
     log: str
+    deadline: float | None = None
 
     @property
     def state(self) -> State:
@@ -131,6 +156,7 @@ class Store:
         self.p = prefix
         self._commit = client.register_script(COMMIT)
         self._rate = client.register_script(RATE)
+        self._claim = client.register_script(CLAIM)
 
     # --- keys --------------------------------------------------------------------------
 
@@ -142,6 +168,10 @@ class Store:
 
     def bot_turn_channel(self, bot_id: str) -> str:
         return f"{self.p}bot:{bot_id}:turn"
+
+    @property
+    def deadlines_key(self) -> str:
+        return f"{self.p}deadlines"
 
     # --- bots ----------------------------------------------------------------------------
 
@@ -181,25 +211,37 @@ class Store:
     # --- games ---------------------------------------------------------------------------
 
     def create_game(
-        self, meta: dict[str, Any], state: State, status: str, turn_bot: str | None
+        self, meta: dict[str, Any], state: State, status: str, turn_bot: str | None,
+        deadline: float | None = None,
     ) -> Game:
+        pipe = self.r.pipeline(transaction=True)
+        game = self.add_game(pipe, meta, state, status, turn_bot, deadline)
+        pipe.execute()
+        return game
+
+    def add_game(
+        self, pipe: Any, meta: dict[str, Any], state: State, status: str,
+        turn_bot: str | None, deadline: float | None = None,
+    ) -> Game:
+        """Queue a new game's writes on ``pipe`` (a MULTI pipeline), so a caller can make
+        the game part of a larger transaction (a tournament slot). Nothing exists until
+        the pipeline executes; an aborted transaction leaves only an unused sequence."""
         game_id = secrets.token_hex(6)
         seq = self.r.incr(f"{self.p}games:seq")
         state_json = json.dumps(state.to_dict(), separators=(",", ":"))
         meta_json = json.dumps(meta, separators=(",", ":"))
-        pipe = self.r.pipeline(transaction=True)
-        pipe.hset(
-            self.game_key(game_id),
-            mapping={"state": state_json, "meta": meta_json, "status": status, "version": 1,
-                     "log": ""},
-        )
+        fields_ = {"state": state_json, "meta": meta_json, "status": status, "version": 1,
+                   "log": ""}
+        if deadline is not None:
+            fields_["deadline"] = _score(deadline)
+            pipe.zadd(self.deadlines_key, {f"{game_id}:1": deadline})
+        pipe.hset(self.game_key(game_id), mapping=fields_)
         pipe.zadd(f"{self.p}games:all", {game_id: seq})
         pipe.zadd(f"{self.p}games:{status}", {game_id: seq})
         if turn_bot:
             pipe.sadd(f"{self.p}bot:{turn_bot}:turns", game_id)
             pipe.publish(self.bot_turn_channel(turn_bot), 1)
-        pipe.execute()
-        return Game(game_id, 1, status, meta, state_json, "")
+        return Game(game_id, 1, status, meta, state_json, "", deadline)
 
     def get_game(self, game_id: str) -> Game | None:
         return self._game(game_id, self.r.hgetall(self.game_key(game_id)))
@@ -223,6 +265,7 @@ class Store:
             meta=json.loads(raw[b"meta"]),
             state_json=raw[b"state"].decode(),
             log=raw[b"log"].decode(),
+            deadline=float(raw[b"deadline"]) if b"deadline" in raw else None,
         )
 
     def get_version(self, game_id: str) -> int | None:
@@ -241,14 +284,17 @@ class Store:
         idem_value: str = "",
         old_turn_bot: str | None = None,
         new_turn_bot: str | None = None,
+        deadline: float | None = None,
     ) -> tuple[int, Any]:
-        """Compare-and-set on ``game.version``; see ``COMMIT`` for the result codes."""
+        """Compare-and-set on ``game.version``; see ``COMMIT`` for the result codes.
+        ``deadline``: when the next decision is due (None: no limit, or nobody to act)."""
         keys = [
             self.game_key(game.id),
             idem_key,
             f"{self.p}games:",
             f"{self.p}bot:",
             self.game_channel(game.id),
+            self.deadlines_key,
         ]
         args = [
             str(game.version),
@@ -261,6 +307,7 @@ class Store:
             old_turn_bot or "",
             new_turn_bot or "",
             game.id,
+            _score(deadline) if deadline is not None else "",
         ]
         code, value = self._commit(keys=keys, args=args)
         return int(code), value
@@ -286,13 +333,27 @@ class Store:
             pipe.hgetall(self.game_key(gid.decode()))
         games = []
         for (gid, _), raw in zip(rows, pipe.execute()):
-            if raw:
-                games.append(
-                    Game(gid.decode(), int(raw[b"version"]), raw[b"status"].decode(),
-                         json.loads(raw[b"meta"]), raw[b"state"].decode(), raw[b"log"].decode())
-                )
+            game = self._game(gid.decode(), raw)
+            if game is not None:
+                games.append(game)
         next_cursor = int(rows[-1][1]) if more and rows else None
         return games, next_cursor
+
+    # --- deadlines -----------------------------------------------------------------------
+
+    def claim_due(self, now: float, lease_s: float, limit: int = 100) -> list[tuple[str, int]]:
+        """Due deadline entries as (game id, version), leased to this caller (``CLAIM``)."""
+        raw = self._claim(keys=[self.deadlines_key],
+                          args=[_score(now), _score(now + lease_s), limit])
+        out = []
+        for m in raw:
+            gid, _, version = m.decode().partition(":")
+            out.append((gid, int(version)))
+        return out
+
+    def drop_deadline(self, game_id: str, version: int) -> None:
+        """Forget an entry whose version is no longer current (its timeout is void)."""
+        self.r.zrem(self.deadlines_key, f"{game_id}:{version}")
 
     # --- rate limits ---------------------------------------------------------------------
 
@@ -301,3 +362,8 @@ class Store:
         slot = int(time.time()) // window_s
         n, ttl = self._rate(keys=[f"{self.p}rl:{who}:{slot}"], args=[window_s])
         return int(n), int(ttl)
+
+
+def _score(t: float) -> str:
+    """A deadline as Redis stores it: unix seconds with millisecond precision."""
+    return f"{t:.3f}"

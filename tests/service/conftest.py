@@ -10,12 +10,14 @@ import pytest
 from service.app import create_app
 from tests.conftest import REDIS_URL
 
+ADMIN_TOKEN = "test-admin-token"
+
 
 @pytest.fixture
 def app(key_prefix):
     return create_app(
         {"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix, "ARENA_RATE_LIMIT": 0,
-         "TESTING": True}
+         "ARENA_ADMIN_TOKEN": ADMIN_TOKEN, "TESTING": True}
     )
 
 

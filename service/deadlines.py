@@ -1,0 +1,124 @@
+"""Move deadlines: the default action a late seat gets, and the sweeper that applies it.
+
+A game created with a ``move_limit`` (seconds per decision) has, while a seat is to act,
+one entry ``{game id}:{version}`` in the sorted set ``{p}deadlines`` scored by the
+deadline. ``Store.COMMIT`` swaps that entry atomically with every change of the game, so
+the set never lags the game.
+
+The sweeper runs in **every** gunicorn worker (``gunicorn_conf.post_worker_init`` starts
+it; under gevent it is a greenlet) and duplicates are harmless by construction:
+
+- ``Store.claim_due`` (Lua: ZRANGEBYSCORE + ZADD XX) hands each due entry to exactly one
+  sweeper and leases it (pushes its score ``LEASE_S`` into the future). A sweeper that dies
+  before acting loses nothing: the entry falls due again when the lease ends.
+- The default action goes through ``Arena.timeout``: the game's ordinary compare-and-set
+  with the version the deadline was set for. A move that arrived in time bumped the
+  version, so the timeout is void; two sweepers holding the same entry (after a lease ran
+  out) cannot both apply, since only one compare-and-set on a version succeeds.
+- Enforcement needs no client: the sweeper reads only Redis.
+
+Default actions (documented in ``openapi.yaml``): the least committal legal choice.
+
+- ``stand_or_beg`` → ``stand`` (keep the kicked trump; begging could hand over a point);
+- ``give_one_or_run`` → ``give_one`` when legal (one point for the beggar's team, a known
+  cost), else ``run_pack``;
+- ``play`` → the lowest legal card: lowest rank (Two lowest, Ace highest), ties by suit
+  in the order clubs, diamonds, hearts, spades.
+
+The sweeper also re-checks open tournaments every ``REPAIR_S`` seconds (a crash between
+finishing a game and scheduling the next is repaired there; see ``service.tournaments``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from .engine import GIVE_ONE, PLAY, RUN_PACK, STAND, STAND_OR_BEG, State, legal_actions
+
+if TYPE_CHECKING:
+    from .arena import Arena
+    from .tournaments import Tournaments
+
+log = logging.getLogger(__name__)
+
+SWEEP_S = 0.2  # how often due deadlines are looked for: a timeout fires within this late
+REPAIR_S = 2.0  # how often open tournaments are re-checked
+LEASE_S = 10.0  # a claimed entry is retried by any sweeper after this long
+
+
+def default_action(state: State) -> int:
+    """The action a seat gets when its time runs out (see the module docstring)."""
+    legal = legal_actions(state)
+    if state.phase == STAND_OR_BEG:
+        return STAND
+    if state.phase == PLAY:
+        return min(legal, key=lambda c: (c % 13, c // 13))
+    return GIVE_ONE if GIVE_ONE in legal else RUN_PACK
+
+
+class Sweeper:
+    """Applies due timeouts and repairs tournaments; one per worker, any number at once."""
+
+    def __init__(self, arena: Arena, tournaments: Tournaments | None = None,
+                 sweep_s: float = SWEEP_S, repair_s: float = REPAIR_S) -> None:
+        self.arena = arena
+        self.tournaments = tournaments
+        self.sweep_s = sweep_s
+        self.repair_s = repair_s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sweep_once(self, now: float | None = None) -> int:
+        """Claim the due deadlines and apply their default actions; how many applied."""
+        store = self.arena.store
+        now = time.time() if now is None else now
+        applied = 0
+        for game_id, version in store.claim_due(now, LEASE_S):
+            try:
+                done = self.arena.timeout(game_id, version, default_action, now)
+            except Exception:
+                log.exception("timeout for %s:%s failed; retried after the lease", game_id,
+                              version)
+                continue
+            if done:
+                applied += 1
+            else:  # the game moved on (or is gone): this deadline is void
+                store.drop_deadline(game_id, version)
+        return applied
+
+    def repair_once(self) -> None:
+        if self.tournaments is not None:
+            self.tournaments.advance_all()
+
+    def run(self) -> None:
+        next_repair = 0.0
+        while not self._stop.is_set():
+            try:
+                self.sweep_once()
+                if time.monotonic() >= next_repair:
+                    next_repair = time.monotonic() + self.repair_s
+                    self.repair_once()
+            except Exception:  # Redis down, say: keep trying, quietly
+                log.warning("sweeper pass failed", exc_info=True)
+                self._stop.wait(1.0)
+            self._stop.wait(self.sweep_s)
+
+    def start(self) -> Sweeper:
+        self._thread = threading.Thread(target=self.run, name="allfours-sweeper", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+def start_sweeper(app: Any) -> Sweeper:
+    """Start a sweeper for a Flask app built by ``create_app`` (kept in its extensions)."""
+    sweeper = Sweeper(app.extensions["arena"], app.extensions.get("tournaments"))
+    app.extensions["sweeper"] = sweeper
+    return sweeper.start()

@@ -1,0 +1,592 @@
+"""Tournaments: pairing, scheduling games as earlier ones finish, standings and ratings.
+
+**The model.** A tournament is one JSON document in Redis, ``{p}tour:{id}``: its settings,
+its entrants, and its rounds, each a list of game *slots* (who sits on which team, the
+deal's seed, and — once scheduled — the game id and, once played, the result), plus the
+ratings after every recorded game and a snapshot of them after every round. Other keys:
+``{p}tours:all`` (sorted set by creation sequence, for listing), ``{p}tours:seq``,
+``{p}tours:running`` (set of open tournaments, which the sweeper re-checks) and
+``{p}leaderboard`` (hash: bot id → JSON global rating over all tournament games).
+
+**Never twice, never skipped.** Every change to a tournament is one optimistic
+transaction, ``advance``: WATCH the document (and the leaderboard), read it and the games
+of its live slots, decide (record finished games, close a round, pair the next, create
+the next games), then MULTI/EXEC the new document *together with the new games' writes*.
+A game therefore exists exactly when its slot names it: if anyone else changed the
+tournament in between (another process, another finishing game) EXEC fails, nothing is
+written, and ``advance`` starts again from the fresh document — where that slot is now
+taken. A finished game is recorded in the same transaction that marks its slot done, so
+its result counts once.
+
+**Triggers.** ``advance`` runs (a) right after an action or a timeout finishes one of the
+tournament's games (``Arena.on_finish``), and (b) every few seconds from every sweeper
+(``advance_all`` over ``{p}tours:running``), so a process that died between finishing a
+game and scheduling the next is repaired, and a restarted service simply carries on:
+nothing about a tournament lives outside Redis. At most ``parallel`` games of one
+tournament are live at once; games are created in slot order.
+
+**Rounds.** Round robin: all rounds are fixed at creation by the circle method (each
+entrant plays at most once per round; with an odd number, one sits out — a bye). Swiss:
+each round is paired when the previous one is complete, by the current standings,
+avoiding rematches where possible (a bounded backtracking search; failing that, neighbours
+in the standings meet again); the bye goes to the lowest-ranked entrant with the fewest
+byes. Both formats play round by round (a round's games start only when the previous
+round is complete), so the rating history per round is exact.
+
+**Pairings and duplicate deals.** A pairing plays ``games_per_pairing`` games. With
+``duplicate`` (the default) they come in twins: each deal — a game seed, which fixes the
+cut and every hand's shuffle — is played twice, once with each entrant on team 0, so at
+every hand both games reach, each entrant holds exactly the cards the other held. Without
+it every game has its own seed and the entrants alternate teams. In a 4-player game an
+entrant holds both seats of its team (seats 0 and 2, or 1 and 3).
+
+**Standings** are recomputed from the recorded results (never kept as counters that could
+drift): games played/won/lost; hands won (a hand is won by the team that scored more
+points in it, counting every score item — kick, give-one, High, Low, Jack, hang-Jack,
+Game; a tied hand is nobody's); points for and against (final game scores); timeouts;
+byes; and the match score that ranks them — per pairing per round, 1 to the entrant who
+won more of its games (tie: more points scored in them; still tied: ½ each), 1 for a bye.
+Order: score, games won, point difference, rating ordinal, bot id.
+
+**Ratings**: see ``service.ratings``; updated once per recorded game, in the order games
+are recorded, both per tournament and on the global leaderboard.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import secrets
+import time
+from hashlib import shake_256
+from typing import Any
+
+import redis
+
+from . import ratings
+from .arena import ACTIVE, FINISHED, Arena, deadline_for, status_of, turn_bot
+from .engine import Variants, build_record, new_game, team_of
+from .engine.game import MAX_SEED
+from .problems import Problem
+from .store import Game
+
+log = logging.getLogger(__name__)
+
+ROUND_ROBIN, SWISS = "round_robin", "swiss"
+RUNNING = "running"
+PENDING, LIVE, DONE = "pending", "live", "done"
+ATTEMPTS = 200
+MAX_GAMES = 5000  # per tournament: keeps the document (and a listing) small
+
+
+# --- pairing (pure) ------------------------------------------------------------------------
+
+
+def round_robin_rounds(ids: list[str]) -> list[tuple[list[tuple[str, str]], list[str]]]:
+    """(pairs, byes) for every round, by the circle method: each pair meets once."""
+    xs: list[str | None] = [*ids, None] if len(ids) % 2 else list(ids)
+    n = len(xs)
+    rounds = []
+    for _ in range(n - 1):
+        pairs, byes = [], []
+        for i in range(n // 2):
+            a, b = xs[i], xs[n - 1 - i]
+            if a is None or b is None:
+                byes.append(b if a is None else a)
+            else:
+                pairs.append((a, b))
+        rounds.append((pairs, [b for b in byes if b is not None]))
+        xs = [xs[0], xs[-1], *xs[1:-1]]
+    return rounds
+
+
+def swiss_pairs(
+    ranked: list[str], met: set[frozenset[str]], byes: dict[str, int]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """Pair ``ranked`` (best first) top-down, avoiding pairs in ``met`` where possible."""
+    pool = list(ranked)
+    bye: list[str] = []
+    if len(pool) % 2:
+        fewest = min(byes.get(b, 0) for b in pool)
+        out = next(b for b in reversed(pool) if byes.get(b, 0) == fewest)
+        pool.remove(out)
+        bye = [out]
+    pairs = _pair(pool, met, [10_000])
+    if pairs is None:
+        pairs = [(pool[i], pool[i + 1]) for i in range(0, len(pool), 2)]
+    return pairs, bye
+
+
+def _pair(pool: list[str], met: set[frozenset[str]], budget: list[int]
+          ) -> list[tuple[str, str]] | None:
+    if not pool:
+        return []
+    first, rest = pool[0], pool[1:]
+    for i, other in enumerate(rest):
+        if frozenset((first, other)) in met:
+            continue
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        sub = _pair(rest[:i] + rest[i + 1:], met, budget)
+        if sub is not None:
+            return [(first, other), *sub]
+    return None
+
+
+def deal_seed(tournament_seed: int, round_no: int, pairing: int, deal: int) -> int:
+    """The game seed of one deal: a pure function of the tournament's seed."""
+    digest = shake_256(b"allfours/tournament/%d/%d/%d/%d"
+                       % (tournament_seed, round_no, pairing, deal)).digest(8)
+    return int.from_bytes(digest, "little") % (MAX_SEED + 1)
+
+
+def pairing_slots(settings: dict[str, Any], round_no: int, pairing: int, a: str, b: str
+                  ) -> list[dict[str, Any]]:
+    """The games of one pairing: twins sharing a seed with the teams swapped when
+    ``duplicate``, else a seed each and the teams alternating."""
+    out = []
+    for k in range(settings["games_per_pairing"]):
+        deal = k // 2 if settings["duplicate"] else k
+        teams = [a, b] if k % 2 == 0 else [b, a]
+        out.append({
+            "round": round_no, "pairing": pairing, "entrants": [a, b], "deal": deal,
+            "seed": deal_seed(settings["seed"], round_no, pairing, deal), "teams": teams,
+            "game": None, "status": PENDING, "result": None,
+        })
+    return out
+
+
+def planned_games(settings: dict[str, Any], n: int) -> int:
+    g = settings["games_per_pairing"]
+    if settings["format"] == ROUND_ROBIN:
+        return n * (n - 1) // 2 * g
+    return settings["rounds"] * (n // 2) * g
+
+
+# --- results and standings (pure) -----------------------------------------------------------
+
+
+def game_result(game: Game) -> dict[str, Any]:
+    """What a finished game contributes, per team: see the module docstring."""
+    record = build_record(game.players, game.meta["seed"], game.variants, game.actions)
+    hands = [0, 0]
+    for hand in record["hands"]:
+        pts = [0, 0]
+        for item in hand["items"]:
+            pts[item["team"]] += item["points"]
+        if pts[0] != pts[1]:
+            hands[0 if pts[0] > pts[1] else 1] += 1
+    timeouts = [0, 0]
+    for t in game.meta.get("timeouts", []):
+        timeouts[team_of(t["seat"])] += 1
+    return {
+        "winner": record["winner"],
+        "scores": list(record["scores"]),
+        "hands_won": hands,
+        "timeouts": timeouts,
+        "hands": len(record["hands"]),
+    }
+
+
+_COUNTERS = ("played", "won", "lost", "hands_won", "points_for", "points_against",
+             "timeouts", "byes")
+
+
+def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The table, best first, recomputed from the recorded results."""
+    rows: dict[str, dict[str, Any]] = {
+        e["bot_id"]: {"bot_id": e["bot_id"], "bot_name": e["bot_name"], "score": 0.0,
+                      **dict.fromkeys(_COUNTERS, 0)}
+        for e in doc["entrants"]
+    }
+    for rnd in doc["rounds"]:
+        for b in rnd["byes"]:
+            rows[b]["byes"] += 1
+            rows[b]["score"] += 1.0
+        matches: dict[int, list[dict[str, Any]]] = {}
+        for slot in rnd["slots"]:
+            matches.setdefault(slot["pairing"], []).append(slot)
+            res = slot["result"]
+            if res is None:
+                continue
+            for team, bot in enumerate(slot["teams"]):
+                row = rows[bot]
+                row["played"] += 1
+                row["won" if res["winner"] == team else "lost"] += 1
+                row["hands_won"] += res["hands_won"][team]
+                row["points_for"] += res["scores"][team]
+                row["points_against"] += res["scores"][1 - team]
+                row["timeouts"] += res["timeouts"][team]
+        for slots in matches.values():
+            if any(s["result"] is None for s in slots):
+                continue
+            a, b = slots[0]["entrants"]
+            key = {a: [0, 0], b: [0, 0]}  # games won, points scored in this match
+            for s in slots:
+                for team, bot in enumerate(s["teams"]):
+                    key[bot][0] += s["result"]["winner"] == team
+                    key[bot][1] += s["result"]["scores"][team]
+            if key[a] == key[b]:
+                rows[a]["score"] += 0.5
+                rows[b]["score"] += 0.5
+            else:
+                rows[a if key[a] > key[b] else b]["score"] += 1.0
+    rates = doc["ratings"]
+    out = []
+    for row in rows.values():
+        row["rating"] = ratings.shown(rates[row["bot_id"]])
+        out.append(row)
+    out.sort(key=lambda r: (-r["score"], -r["won"], -(r["points_for"] - r["points_against"]),
+                            -r["rating"]["ordinal"], r["bot_id"]))
+    for i, row in enumerate(out, 1):
+        row["rank"] = i
+    return out
+
+
+# --- the service ----------------------------------------------------------------------------
+
+
+class Tournaments:
+    """Tournament use cases over the arena's store (see the module docstring)."""
+
+    def __init__(self, arena: Arena) -> None:
+        self.arena = arena
+        self.store = arena.store
+        self.r: redis.Redis = arena.store.r
+        self.p = arena.store.p
+        arena.on_finish.append(self._game_finished)
+
+    def key(self, tid: str) -> str:
+        return f"{self.p}tour:{tid}"
+
+    @property
+    def lb_key(self) -> str:
+        return f"{self.p}leaderboard"
+
+    @property
+    def running_key(self) -> str:
+        return f"{self.p}tours:running"
+
+    # --- creating ---------------------------------------------------------------------------
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        entrants: list[str] = body["entrants"]
+        names = self.store.bot_names(entrants)
+        unknown = sorted(b for b, n in names.items() if not n)
+        if unknown:
+            msg = f"no such bot: {', '.join(unknown)}"
+            raise Problem("not-found", msg, errors={"entrants": [msg]})
+        try:
+            variants = Variants.from_dict(body.get("variants") or {})
+        except Exception as exc:
+            raise Problem("validation", str(exc), errors={"variants": [str(exc)]}) from None
+        n = len(entrants)
+        fmt = body["format"]
+        settings = {
+            "format": fmt,
+            "players": body.get("players", 2),
+            "games_per_pairing": body.get("games_per_pairing", 2),
+            "duplicate": body.get("duplicate", True),
+            "rounds": (body.get("rounds") or max(1, math.ceil(math.log2(n))))
+            if fmt == SWISS else n - 1 + n % 2,
+            "variants": variants.changed(),
+            "move_limit": body.get("move_limit"),
+            "parallel": body.get("parallel", 8),
+            "seed": body["seed"] if body.get("seed") is not None
+            else secrets.randbelow(MAX_SEED + 1),
+        }
+        total = planned_games(settings, n)
+        if total > MAX_GAMES:
+            msg = f"{total} games planned; at most {MAX_GAMES} per tournament"
+            raise Problem("validation", msg, errors={"games_per_pairing": [msg]})
+        tid = secrets.token_hex(6)
+        doc: dict[str, Any] = {
+            "id": tid,
+            "name": body.get("name") or "tournament",
+            "status": RUNNING,
+            "created": int(time.time()),
+            "finished": None,
+            "settings": settings,
+            "entrants": [{"bot_id": b, "bot_name": names[b]} for b in entrants],
+            "rounds": [],
+            "ratings": {b: ratings.initial() for b in entrants},
+            "history": [],
+            "recorded": 0,
+        }
+        if fmt == ROUND_ROBIN:
+            for pairs, byes in round_robin_rounds(entrants):
+                self._add_round(doc, pairs, byes)
+        else:
+            self._add_round(doc, *swiss_pairs(entrants, set(), {}))
+        seq = self.r.incr(f"{self.p}tours:seq")
+        pipe = self.r.pipeline(transaction=True)
+        pipe.set(self.key(tid), json.dumps(doc, separators=(",", ":")))
+        pipe.zadd(f"{self.p}tours:all", {tid: seq})
+        pipe.sadd(self.running_key, tid)
+        pipe.execute()
+        self.advance(tid)
+        return self.detail(tid)
+
+    @staticmethod
+    def _add_round(doc: dict[str, Any], pairs: list[tuple[str, str]], byes: list[str]) -> None:
+        round_no = len(doc["rounds"]) + 1
+        slots = []
+        for i, (a, b) in enumerate(pairs):
+            slots.extend(pairing_slots(doc["settings"], round_no, i, a, b))
+        first = sum(len(r["slots"]) for r in doc["rounds"])
+        for k, slot in enumerate(slots, first):
+            slot["slot"] = k
+        doc["rounds"].append({"round": round_no, "byes": byes, "slots": slots})
+
+    # --- advancing --------------------------------------------------------------------------
+
+    def _game_finished(self, game: Game) -> None:
+        self.advance(game.meta["tournament"]["id"])
+
+    def advance_all(self) -> None:
+        """Re-check every open tournament (the sweeper's safety net)."""
+        for raw in self.r.smembers(self.running_key):
+            try:
+                self.advance(raw.decode())
+            except Exception:
+                log.exception("advancing tournament %s failed", raw)
+
+    def advance(self, tid: str) -> int:
+        """Record finished games, close rounds, pair the next, start games up to
+        ``parallel``: one optimistic transaction (see the module docstring). Returns the
+        number of games created."""
+        for _ in range(ATTEMPTS):
+            try:
+                with self.r.pipeline(transaction=True) as pipe:
+                    pipe.watch(self.key(tid), self.lb_key)
+                    raw = pipe.get(self.key(tid))
+                    if raw is None:
+                        return 0
+                    doc = json.loads(raw)
+                    if doc["status"] != RUNNING:
+                        pipe.unwatch()
+                        self.r.srem(self.running_key, tid)
+                        return 0
+                    return self._step(pipe, doc)
+            except redis.WatchError:
+                time.sleep(random.uniform(0.001, 0.01))
+        log.warning("tournament %s: too much contention; the sweeper will retry", tid)
+        return 0
+
+    def _step(self, pipe: Any, doc: dict[str, Any]) -> int:
+        changed = False
+        # 1. record the live games that have finished
+        live = [s for r in doc["rounds"] for s in r["slots"] if s["status"] == LIVE]
+        lb_updates: dict[str, dict[str, Any]] = {}
+        for slot in live:
+            game = self.store.get_game(slot["game"])
+            if game is None or game.status != FINISHED:
+                continue
+            self._record(pipe, doc, slot, game_result(game), lb_updates)
+            changed = True
+        # 2. close complete rounds; pair the next Swiss round; finish
+        changed |= self._close_rounds(doc)
+        # 3. start pending games of the current round, up to `parallel` live
+        new_games = []
+        if doc["status"] == RUNNING:
+            live_n = sum(1 for r in doc["rounds"] for s in r["slots"] if s["status"] == LIVE)
+            current = next(r for r in doc["rounds"]
+                           if any(s["status"] != DONE for s in r["slots"]))
+            for slot in current["slots"]:
+                if live_n >= doc["settings"]["parallel"]:
+                    break
+                if slot["status"] == PENDING:
+                    new_games.append(slot)
+                    live_n += 1
+        if not changed and not new_games:
+            pipe.unwatch()
+            return 0
+        pipe.multi()
+        born_over = False
+        for slot in new_games:
+            slot["game"], status = self._add_game(pipe, doc, slot)
+            slot["status"] = LIVE
+            # a first kick can end a game at once (R22): nobody will act to finish it
+            born_over |= status != ACTIVE
+        pipe.set(self.key(doc["id"]), json.dumps(doc, separators=(",", ":")))
+        for bot, rating in lb_updates.items():
+            pipe.hset(self.lb_key, bot, json.dumps(rating, separators=(",", ":")))
+        if doc["status"] != RUNNING:
+            pipe.srem(self.running_key, doc["id"])
+        pipe.execute()
+        if born_over:
+            return len(new_games) + self.advance(doc["id"])
+        return len(new_games)
+
+    def _record(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any],
+                result: dict[str, Any], lb_updates: dict[str, dict[str, Any]]) -> None:
+        slot["status"] = DONE
+        slot["result"] = result
+        doc["recorded"] += 1
+        winner = slot["teams"][result["winner"]]
+        loser = slot["teams"][1 - result["winner"]]
+        rates = doc["ratings"]
+        rates[winner], rates[loser] = ratings.rate(rates[winner], rates[loser])
+        for bot in (winner, loser):
+            if bot not in lb_updates:
+                raw = pipe.hget(self.lb_key, bot)  # immediate: the pipeline is watching
+                lb_updates[bot] = (json.loads(raw) if raw else
+                                   {**ratings.initial(), "games": 0, "wins": 0})
+        w, lo = lb_updates[winner], lb_updates[loser]
+        new_w, new_l = ratings.rate(w, lo)
+        w.update(new_w, games=w["games"] + 1, wins=w["wins"] + 1)
+        lo.update(new_l, games=lo["games"] + 1)
+
+    def _close_rounds(self, doc: dict[str, Any]) -> bool:
+        changed = False
+        while True:
+            snapped = {h["round"] for h in doc["history"]}
+            for rnd in doc["rounds"]:
+                if any(s["status"] != DONE for s in rnd["slots"]):
+                    return changed
+                if rnd["round"] not in snapped:
+                    doc["history"].append({
+                        "round": rnd["round"],
+                        "ratings": {b: ratings.shown(r) for b, r in doc["ratings"].items()},
+                    })
+                    changed = True
+            # every round so far is complete
+            settings = doc["settings"]
+            if settings["format"] == SWISS and len(doc["rounds"]) < settings["rounds"]:
+                table = standings(doc)
+                met = {frozenset(s["entrants"]) for r in doc["rounds"] for s in r["slots"]}
+                byes = {row["bot_id"]: row["byes"] for row in table}
+                self._add_round(doc, *swiss_pairs([row["bot_id"] for row in table], met, byes))
+                changed = True
+                continue
+            doc["status"] = FINISHED
+            doc["finished"] = int(time.time())
+            return True
+
+    def _add_game(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any]
+                  ) -> tuple[str, str]:
+        settings = doc["settings"]
+        players = settings["players"]
+        a, b = slot["teams"]
+        seats: list[str | None] = [a, b] if players == 2 else [a, b, a, b]
+        names = {e["bot_id"]: e["bot_name"] for e in doc["entrants"]}
+        variants = Variants.from_dict(settings["variants"])
+        state, _ = new_game(players, slot["seed"], variants)
+        status = status_of(state, seats)
+        meta: dict[str, Any] = {
+            "players": players,
+            "seed": slot["seed"],
+            "variants": settings["variants"],
+            "seats": seats,
+            "names": [names[s] for s in seats if s],
+            "created": int(time.time()),
+            "creator": None,
+            "tournament": {"id": doc["id"], "slot": slot["slot"], "round": slot["round"]},
+        }
+        if settings.get("move_limit"):
+            meta["move_limit"] = settings["move_limit"]
+        game = self.store.add_game(pipe, meta, state, status, turn_bot(state, seats, status),
+                                   deadline_for(meta, state, status))
+        return game.id, status
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def doc(self, tid: str) -> dict[str, Any]:
+        raw = self.r.get(self.key(tid))
+        if raw is None:
+            raise Problem("not-found", "no such tournament")
+        return json.loads(raw)
+
+    @staticmethod
+    def _summary(doc: dict[str, Any]) -> dict[str, Any]:
+        settings = doc["settings"]
+        slots = [s for r in doc["rounds"] for s in r["slots"]]
+        shown = {k: v for k, v in settings.items() if k != "seed"}
+        if doc["status"] != RUNNING:
+            shown["seed"] = settings["seed"]  # it fixes every deal: secret until the end
+        return {
+            "id": doc["id"],
+            "name": doc["name"],
+            "status": doc["status"],
+            "created": doc["created"],
+            "finished": doc["finished"],
+            "settings": shown,
+            "entrants": doc["entrants"],
+            "progress": {
+                "games_planned": planned_games(settings, len(doc["entrants"])),
+                "games_done": sum(1 for s in slots if s["status"] == DONE),
+                "games_live": sum(1 for s in slots if s["status"] == LIVE),
+                "rounds_planned": settings["rounds"],
+                "rounds_done": len(doc["history"]),
+            },
+        }
+
+    def detail(self, tid: str) -> dict[str, Any]:
+        doc = self.doc(tid)
+        out = self._summary(doc)
+        out["rounds"] = [
+            {
+                "round": rnd["round"],
+                "byes": rnd["byes"],
+                "games": [self._slot_out(s) for s in rnd["slots"]],
+            }
+            for rnd in doc["rounds"]
+        ]
+        return out
+
+    @staticmethod
+    def _slot_out(slot: dict[str, Any]) -> dict[str, Any]:
+        res = slot["result"]
+        return {
+            "slot": slot["slot"],
+            "pairing": slot["pairing"],
+            "deal": slot["deal"],
+            "teams": slot["teams"],
+            "game_id": slot["game"],
+            "status": slot["status"],
+            # a game's seed fixes its cards: shown only once the game is over
+            "seed": slot["seed"] if res is not None else None,
+            "winner": slot["teams"][res["winner"]] if res else None,
+            "scores": res["scores"] if res else None,
+            "hands_won": res["hands_won"] if res else None,
+            "timeouts": res["timeouts"] if res else None,
+        }
+
+    def list(self, limit: int, cursor: int | None) -> dict[str, Any]:
+        hi = f"({cursor}" if cursor is not None else "+inf"
+        rows = self.r.zrevrangebyscore(f"{self.p}tours:all", hi, "-inf", start=0,
+                                       num=limit + 1, withscores=True)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        raws = self.r.mget([self.key(t.decode()) for t, _ in rows]) if rows else []
+        items = [self._summary(json.loads(raw)) for raw in raws if raw]
+        return {"items": items, "next_cursor": int(rows[-1][1]) if more and rows else None}
+
+    def standings(self, tid: str) -> dict[str, Any]:
+        doc = self.doc(tid)
+        return {
+            "tournament_id": tid,
+            "status": doc["status"],
+            "rounds_done": len(doc["history"]),
+            "items": standings(doc),
+            "history": [
+                {"round": h["round"],
+                 "ratings": [{"bot_id": b, **r} for b, r in h["ratings"].items()]}
+                for h in doc["history"]
+            ],
+        }
+
+    def leaderboard(self) -> dict[str, Any]:
+        raw = {k.decode(): json.loads(v) for k, v in self.r.hgetall(self.lb_key).items()}
+        names = self.store.bot_names(list(raw))
+        items = []
+        for bot, r in raw.items():
+            items.append({"bot_id": bot, "bot_name": names.get(bot, ""),
+                          **ratings.shown(r), "games": r["games"], "wins": r["wins"]})
+        items.sort(key=lambda i: (-i["ordinal"], i["bot_id"]))
+        for i, item in enumerate(items, 1):
+            item["rank"] = i
+        return {"items": items}
