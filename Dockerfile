@@ -1,6 +1,13 @@
 # The All Fours Arena service: gunicorn (gevent workers) over Redis.
 # Games live in Redis only, so this image holds no state: set REDIS_URL to a Redis with
 # append-only persistence (docker-compose.yml does). Same gunicorn config as `allfours serve`.
+FROM python:3.11-slim AS build
+# The rules engine compiles with mypyc (setup.py): build the wheels where a C compiler is.
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+COPY . /src
+RUN pip wheel --no-cache-dir --wheel-dir /wheels /src
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -10,8 +17,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PORT=8000
 
 WORKDIR /app
-COPY . /app
-RUN pip install /app \
+COPY --from=build /wheels /wheels
+RUN pip install --no-index --find-links /wheels allfours-arena \
+    && rm -rf /wheels \
     && useradd --create-home --uid 10001 arena
 
 USER arena

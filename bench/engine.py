@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.engine import OVER, PLAY, State, apply, legal_actions, new_game
+from service.engine import COMPILED, OVER, PLAY, State, apply, legal_actions, new_game
 
 
 def random_games(seconds: float, players: int = 4) -> dict[str, float]:
@@ -84,6 +84,7 @@ def main() -> None:
         "bench": "engine",
         "python": platform.python_version(),
         "players": 4,
+        "compiled": COMPILED,
         **games,
         "state_roundtrip_us": round(roundtrip_us(state), 2),
         "state_bytes": len(json.dumps(state.to_dict(), separators=(",", ":"))),

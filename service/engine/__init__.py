@@ -11,6 +11,9 @@ Public API (in the spirit of OpenSpiel's ``State``)::
 Rules are cited by id (R1–R23) from ``shared/rules/all-fours-trinidad.md``.
 """
 
+# The hot modules may be compiled by mypyc at install time (see setup.py). An extension
+# module older than its source would silently run old rules: say so loudly.
+from . import game as _game
 from .actions import BEG, GIVE_ONE, RUN_PACK, STAND, Action, action_name, parse_action
 from .cards import CARD_NAMES, Card, card_name, parse_card
 from .errors import IllegalAction, InvalidVariants
@@ -30,8 +33,31 @@ from .state import GIVE_ONE_OR_RUN, OVER, PLAY, STAND_OR_BEG, State, partner_of,
 from .variants import DEFAULT_VARIANTS, Variants
 from .views import redact_event, seat_view, spectator_view
 
+# The hot modules are compiled by mypyc at install time when a C compiler is at hand (see
+# setup.py). An extension older than its source would silently run old rules: say so.
+COMPILED: bool = not _game.__file__.endswith(".py")
+if COMPILED:
+    import os as _os
+    import warnings as _warnings
+
+    _dir = _os.path.dirname(_game.__file__)
+    _built = _os.path.getmtime(_game.__file__)
+    _stale = [
+        name
+        for name in ("actions", "cards", "game", "play", "scoring", "state")
+        if _os.path.getmtime(_os.path.join(_dir, name + ".py")) > _built
+    ]
+    if _stale:
+        _warnings.warn(
+            f"the compiled engine is older than {', '.join(_stale)}.py: "
+            "run `pip install -e .` again (or set ALLFOURS_PURE_PYTHON=1 and reinstall)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
 __all__ = [
-    "BEG", "CARD_NAMES", "DEFAULT_VARIANTS", "GIVE_ONE", "GIVE_ONE_OR_RUN", "OVER", "PLAY",
+    "BEG", "CARD_NAMES", "COMPILED", "DEFAULT_VARIANTS", "GIVE_ONE", "GIVE_ONE_OR_RUN", "OVER",
+    "PLAY",
     "RUN_PACK", "STAND", "STAND_OR_BEG", "Action", "Card", "Event", "IllegalAction",
     "InvalidVariants", "State", "Variants", "action_name", "apply", "build_record",
     "card_name", "current_seat", "deal_hand", "decision", "kick_points", "legal_actions",

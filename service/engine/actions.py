@@ -32,7 +32,7 @@ def action_name(action: Action) -> str:
     return _DECISION_NAMES[action]
 
 
-def parse_action(text: str) -> Action:
+def parse_action(text: object) -> Action:
     """The action named by ``text`` (``"beg"``, ``"AS"``); ``ValueError`` when none."""
     if isinstance(text, str) and text.strip().lower() in DECISIONS:
         return DECISIONS[text.strip().lower()]

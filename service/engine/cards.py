@@ -58,8 +58,8 @@ def card_name(c: Card) -> str:
     return CARD_NAMES[c]
 
 
-def parse_card(text: str) -> Card:
-    """The card named by ``text``; ``ValueError`` when it names none."""
+def parse_card(text: object) -> Card:
+    """The card named by ``text``; ``ValueError`` when it names none (or is no string)."""
     if not isinstance(text, str):
         raise ValueError(f"not a card: {text!r}")
     key = text.strip().upper()

@@ -94,7 +94,7 @@ def new_game(
         raise ValueError("seed must be a whole number from 0 to 2**63 - 1")
     variants = variants or DEFAULT_VARIANTS
     first_dealer, cut = cut_for_dealer(seed, players)
-    s = State.__new__(State)
+    s = State()
     s.players = players
     s.seed = seed
     s.variants = variants
@@ -162,11 +162,13 @@ def _give_one_allowed(state: State) -> bool:
 # --- applying an action -------------------------------------------------------------------
 
 
-def apply(state: State, action: Action, seat: int | None = None) -> tuple[State, list[Event]]:
+def apply(state: State, action: object, seat: object = None) -> tuple[State, list[Event]]:
     """Apply ``action`` for the seat in turn; returns the new state and the events it caused.
 
     ``seat``, when given, is the seat that asks to act: anyone else's turn is refused
-    (R23). Refused actions raise ``IllegalAction`` and leave ``state`` as it was.
+    (R23). Refused actions raise ``IllegalAction`` and leave ``state`` as it was. Both
+    are typed ``object`` because they may come straight from a client: anything that is
+    not a legal action is refused by the rules, never by a ``TypeError``.
     """
     phase = state.phase
     if phase == OVER:
