@@ -14,7 +14,7 @@ import redis
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api
+from . import api, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import Problem, register_error_handlers
@@ -71,6 +71,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     register_error_handlers(app)
     app.register_blueprint(api.bp)
+    app.register_blueprint(web.bp)  # the pages for people: /, /games/{id} (HTML)
     app.register_blueprint(
         get_swaggerui_blueprint(
             "/docs", "/openapi.yaml", config={"app_name": "All Fours Arena API"}

@@ -1,0 +1,140 @@
+// A tournament: standings with ratings (and their uncertainty), a chart of ratings over
+// rounds, and every round's games. Refreshed while the tournament runs.
+
+import { api, ApiError, el } from "./api.js";
+
+const $ = (id) => document.getElementById(id);
+const ID = document.body.dataset.tournamentId;
+const COLORS = ["#2361b8", "#c0501d", "#1b7a34", "#8e3bb5", "#b8860b", "#0f8a8a", "#c8102e",
+  "#5a5a5a", "#3f51b5", "#795548", "#e91e63", "#607d8b"];
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs = {}, text = null) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== null) node.textContent = text;
+  return node;
+}
+
+function standingsTable(st, names) {
+  const cols = ["#", "Bot", "Score", "Played", "Won", "Lost", "Hands won", "Points ±", "Timeouts", "Rating (μ ± σ)", "Ordinal"];
+  const head = el("tr", {}, cols.map((c, i) => el("th", { scope: "col", class: i >= 2 ? "num" : "", text: c })));
+  const rows = st.items.map((r) => el("tr", { dataset: { botId: r.bot_id, rank: String(r.rank) } },
+    el("td", { text: String(r.rank) }),
+    el("td", { class: "bot", text: r.bot_name || names[r.bot_id] || r.bot_id }),
+    el("td", { class: "num", dataset: { col: "score" }, text: String(r.score) }),
+    el("td", { class: "num", dataset: { col: "played" }, text: String(r.played) }),
+    el("td", { class: "num", dataset: { col: "won" }, text: String(r.won) }),
+    el("td", { class: "num", dataset: { col: "lost" }, text: String(r.lost) }),
+    el("td", { class: "num", dataset: { col: "hands_won" }, text: String(r.hands_won) }),
+    el("td", { class: "num", text: `${r.points_for}–${r.points_against}` }),
+    el("td", { class: "num", dataset: { col: "timeouts" }, text: String(r.timeouts) }),
+    el("td", { class: "num", dataset: { col: "rating" } },
+      `${r.rating.mu.toFixed(2)} `, el("span", { class: "pm", text: `± ${r.rating.sigma.toFixed(2)}` })),
+    el("td", { class: "num", dataset: { col: "ordinal" }, text: r.rating.ordinal.toFixed(2) })));
+  return el("table", { class: "standings" }, el("thead", {}, head), el("tbody", {}, rows));
+}
+
+// Lines of mu per bot over rounds, with a band of ± sigma.
+function chart(st, names) {
+  const hist = st.history || [];
+  if (!hist.length) return el("p", { class: "muted", text: "No round finished yet." });
+  const bots = st.items.map((r) => r.bot_id);
+  const W = 720, H = 300, L = 44, R = 12, T = 12, B = 30;
+  let lo = Infinity, hi = -Infinity;
+  for (const h of hist) for (const p of h.ratings) { lo = Math.min(lo, p.mu - p.sigma); hi = Math.max(hi, p.mu + p.sigma); }
+  if (hi - lo < 1) { hi += 0.5; lo -= 0.5; }
+  const rounds = hist.map((h) => h.round);
+  const r0 = Math.min(...rounds), r1 = Math.max(...rounds);
+  const x = (r) => L + (r1 === r0 ? (W - L - R) / 2 : ((r - r0) / (r1 - r0)) * (W - L - R));
+  const y = (v) => T + (1 - (v - lo) / (hi - lo)) * (H - T - B);
+  const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Ratings over rounds" });
+  root.append(svg("title", {}, "Ratings (mu, with a band of plus or minus sigma) after each round"));
+  const ticks = 5;
+  for (let i = 0; i <= ticks; i++) {
+    const v = lo + ((hi - lo) * i) / ticks;
+    root.append(svg("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#eee8dc" }));
+    root.append(svg("text", { x: L - 6, y: y(v) + 4, "text-anchor": "end" }, v.toFixed(1)));
+  }
+  for (const r of rounds) root.append(svg("text", { x: x(r), y: H - 10, "text-anchor": "middle" }, `R${r}`));
+  root.append(svg("line", { class: "axis", x1: L, x2: L, y1: T, y2: H - B }));
+  bots.forEach((b, i) => {
+    const pts = hist.map((h) => [h.round, h.ratings.find((p) => p.bot_id === b)]).filter(([, p]) => p);
+    if (!pts.length) return;
+    const color = COLORS[i % COLORS.length];
+    const band = pts.map(([r, p]) => `${x(r)},${y(p.mu + p.sigma)}`).concat(
+      [...pts].reverse().map(([r, p]) => `${x(r)},${y(p.mu - p.sigma)}`));
+    root.append(svg("polygon", { points: band.join(" "), fill: color, "fill-opacity": 0.08 }));
+    root.append(svg("polyline", { points: pts.map(([r, p]) => `${x(r)},${y(p.mu)}`).join(" "), fill: "none", stroke: color, "stroke-width": 2.5 }));
+    for (const [r, p] of pts) {
+      const dot = svg("circle", { cx: x(r), cy: y(p.mu), r: 3.5, fill: color });
+      dot.append(svg("title", {}, `${names[b] || b}, round ${r}: ${p.mu.toFixed(2)} ± ${p.sigma.toFixed(2)}`));
+      root.append(dot);
+    }
+  });
+  const legend = el("div", { class: "legend" }, bots.map((b, i) => {
+    const sw = el("span", { class: "sw" });
+    sw.style.background = COLORS[i % COLORS.length];
+    return el("span", {}, sw, names[b] || b);
+  }));
+  return el("div", {}, root, legend);
+}
+
+function roundsList(t, names) {
+  if (!t.rounds || !t.rounds.length) return el("p", { class: "muted", text: "No round scheduled yet." });
+  return el("div", {}, t.rounds.map((r) => {
+    const rows = r.games.map((g) => {
+      const [a, b] = g.teams;
+      const link = g.game_id
+        ? el("a", { href: `/games/${g.game_id}`, text: g.status === "done" ? "result" : g.status === "live" ? "watch live" : "table" })
+        : el("span", { class: "muted", text: "pending" });
+      const cells = [
+        el("td", { text: String(g.pairing + 1) }),
+        el("td", {}, el("span", { class: "team-0-text", text: names[a] || a }), el("span", { class: "vs", text: " vs " }),
+          el("span", { class: "team-1-text", text: names[b] || b })),
+        el("td", { class: "num", text: g.scores ? `${g.scores[0]}–${g.scores[1]}` : "–" }),
+        el("td", { text: g.winner ? names[g.winner] || g.winner : g.status === "done" ? "draw" : "" }),
+        el("td", {}, el("span", { class: `badge status-${g.status === "live" ? "active" : g.status === "done" ? "finished" : "waiting"}`, text: g.status })),
+        el("td", {}, link, g.game_id && g.status === "done" ? [" · ", el("a", { href: `/games/${g.game_id}/replay`, text: "replay" })] : null),
+      ];
+      return el("tr", { dataset: { gameId: g.game_id || "", status: g.status } }, cells);
+    });
+    const byes = r.byes && r.byes.length ? el("p", { class: "small muted", text: `Bye: ${r.byes.map((b) => names[b] || b).join(", ")}` }) : null;
+    return el("section", { class: "round", dataset: { round: String(r.round) } },
+      el("h3", { text: `Round ${r.round}` }), byes,
+      el("div", { class: "table-wrap" }, el("table", {},
+        el("thead", {}, el("tr", {}, ["Pairing", "Teams", "Score", "Winner", "Status", "Game"].map((h) => el("th", { scope: "col", text: h })))),
+        el("tbody", {}, rows))));
+  }));
+}
+
+async function refresh() {
+  try {
+    const [t, st] = await Promise.all([api(`/tournaments/${ID}`), api(`/tournaments/${ID}/standings`)]);
+    const names = Object.fromEntries((t.entrants || []).map((e) => [e.bot_id, e.bot_name]));
+    $("t-name").textContent = t.name || "";
+    document.title = `${t.name || ID} · All Fours Arena`;
+    const status = $("t-status");
+    status.textContent = t.status;
+    status.className = `badge status-${t.status === "running" ? "active" : "finished"}`;
+    const s = t.settings, p = t.progress;
+    $("t-info").textContent = `${s.format.replace("_", " ")} · ${s.players} players a table · ${t.entrants.length} bots · round ${p.rounds_done}/${p.rounds_planned} · ${p.games_done}/${p.games_planned} games (${p.games_live} live)${s.duplicate ? " · duplicate deals" : ""}`;
+    $("standings").replaceChildren(standingsTable(st, names));
+    $("chart").replaceChildren(chart(st, names));
+    $("rounds").replaceChildren(roundsList(t, names));
+    document.body.dataset.loaded = "true";
+    document.body.dataset.status = t.status;
+    return t.status;
+  } catch (e) {
+    const box = $("error");
+    box.hidden = false;
+    box.textContent = e instanceof ApiError && e.status === 404 ? "No such tournament." : `Could not load: ${e.message}`;
+    return "error";
+  }
+}
+
+async function loop() {
+  const status = await refresh();
+  if (status === "running") setTimeout(loop, 3000);
+}
+loop();

@@ -1,0 +1,89 @@
+"""The web front end: pages for people, served by the same app as the JSON API.
+
+Pages are small HTML shells (``templates/web/``) around plain JavaScript modules and CSS
+(``static/``, served by Flask's own ``/static`` route). No build step, no CDN. The
+scripts use only the public API, exactly as a bot does: views, the event stream and
+records. So a page can never show a card its viewer may not see: the server redacts.
+
+URLs:
+
+* ``/`` — the lobby: live and finished games, tournaments, the leaderboard.
+* ``/games/{id}`` — the table, when a browser asks for HTML (``Accept: text/html``);
+  every other client (``Accept: application/json``, ``*/*`` or none) gets the JSON view,
+  unchanged. ``/tournaments/{id}`` works the same way.
+* ``/games/{id}/replay`` — step through a finished game from its record.
+* ``/games/{id}/play`` — play a seat with that seat's bot token.
+"""
+
+from __future__ import annotations
+
+import re
+
+from flask import Blueprint, Response, render_template, request
+
+bp = Blueprint("web", __name__, template_folder="templates")
+
+_ID = r"[A-Za-z0-9_-]{1,64}"
+# Paths where the JSON API and a page share a URL: the page wins only for browsers.
+_NEGOTIATED = re.compile(rf"^/(games|tournaments)/({_ID})/?$")
+
+
+def wants_html() -> bool:
+    """True when the client prefers HTML to JSON and names text/html itself.
+
+    Browsers navigating send ``text/html,...,*/*;q=0.8``; API clients send
+    ``application/json``, ``*/*`` or nothing, and keep getting JSON.
+    """
+    accept = request.accept_mimetypes
+    if "text/html" not in {value for value, _ in accept}:
+        return False
+    return accept.best_match(["application/json", "text/html"]) == "text/html"
+
+
+def page(template: str, **context: str) -> Response:
+    resp = Response(render_template(template, **context), mimetype="text/html")
+    resp.headers["Cache-Control"] = "no-cache"
+    resp.headers["Vary"] = "Accept"
+    resp.headers["Content-Security-Policy"] = (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+    resp.headers["X-Content-Type-Options"] = "nosniff"
+    return resp
+
+
+@bp.before_app_request
+def _negotiate() -> Response | None:
+    """Serve the page for ``GET /games/{id}`` and ``/tournaments/{id}`` to browsers."""
+    if request.method not in ("GET", "HEAD"):
+        return None
+    match = _NEGOTIATED.match(request.path)
+    if match is None or not wants_html():
+        return None
+    kind, ident = match.groups()
+    if kind == "games":
+        return page("web/table.html", mode="watch", game_id=ident, title="Table")
+    return page("web/tournament.html", tournament_id=ident, title="Tournament")
+
+
+@bp.after_app_request
+def _vary_accept(resp: Response) -> Response:
+    """Caches must key the negotiated URLs' answers on Accept as well."""
+    if _NEGOTIATED.match(request.path) and "Accept" not in resp.vary:
+        resp.vary.add("Accept")
+    return resp
+
+
+@bp.get("/")
+def lobby() -> Response:
+    return page("web/lobby.html", title="Lobby")
+
+
+@bp.get("/games/<game_id>/replay")
+def replay(game_id: str) -> Response:
+    return page("web/table.html", mode="replay", game_id=game_id, title="Replay")
+
+
+@bp.get("/games/<game_id>/play")
+def play(game_id: str) -> Response:
+    return page("web/table.html", mode="play", game_id=game_id, title="Play")
