@@ -75,6 +75,13 @@ ENDPOINTS: dict[str, Endpoint] = {
     "getGamesGameIdTurn": Endpoint("GET", "/games/{game_id}/turn"),
     "getGamesGameIdEvents": Endpoint("GET", "/games/{game_id}/events"),
     "getGamesGameIdRecord": Endpoint("GET", "/games/{game_id}/record"),
+    "postTournaments": Endpoint("POST", "/tournaments", safe=False),
+    "getTournaments": Endpoint("GET", "/tournaments"),
+    "getTournamentsTournamentId": Endpoint("GET", "/tournaments/{tournament_id}"),
+    "getTournamentsTournamentIdStandings": Endpoint(
+        "GET", "/tournaments/{tournament_id}/standings"
+    ),
+    "getLeaderboard": Endpoint("GET", "/leaderboard"),
     "getHealthz": Endpoint("GET", "/healthz"),
     "getReadyz": Endpoint("GET", "/readyz"),
 }
@@ -279,6 +286,100 @@ class Event:
     id: str | None
     type: str
     data: Any
+
+
+@dataclass(frozen=True)
+class Tournament:
+    """A tournament (``GET /tournaments/{id}``; in a list, ``rounds`` is empty)."""
+
+    id: str
+    name: str
+    status: str  # running or finished
+    created: int
+    finished: int | None
+    entrants: list[Seat]
+    progress: JSON  # games_planned, games_done, games_live, rounds_planned, rounds_done
+    settings: JSON
+    rounds: list[JSON]
+    raw: JSON = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, d: JSON) -> Tournament:
+        return cls(d["id"], d["name"], d["status"], d["created"], d.get("finished"),
+                   [Seat(-1, e["bot_id"], e["bot_name"]) for e in d["entrants"]],
+                   dict(d["progress"]), dict(d["settings"]), list(d.get("rounds") or []), d)
+
+
+@dataclass(frozen=True)
+class TournamentList:
+    items: list[Tournament]
+    next_cursor: int | None
+
+    @classmethod
+    def of(cls, d: JSON) -> TournamentList:
+        return cls([Tournament.of(t) for t in d["items"]], d.get("next_cursor"))
+
+
+@dataclass(frozen=True)
+class Rating:
+    mu: float
+    sigma: float
+    ordinal: float  # mu - 3 sigma
+
+    @classmethod
+    def of(cls, d: JSON) -> Rating:
+        return cls(d["mu"], d["sigma"], d["ordinal"])
+
+
+@dataclass(frozen=True)
+class StandingRow:
+    rank: int
+    bot_id: str
+    bot_name: str
+    score: float
+    played: int
+    won: int
+    lost: int
+    hands_won: int
+    points_for: int
+    points_against: int
+    timeouts: int
+    byes: int
+    rating: Rating
+
+    @classmethod
+    def of(cls, d: JSON) -> StandingRow:
+        return cls(d["rank"], d["bot_id"], d["bot_name"], d["score"], d["played"], d["won"],
+                   d["lost"], d["hands_won"], d["points_for"], d["points_against"],
+                   d["timeouts"], d["byes"], Rating.of(d["rating"]))
+
+
+@dataclass(frozen=True)
+class Standings:
+    tournament_id: str
+    status: str
+    rounds_done: int
+    items: list[StandingRow]
+    history: list[JSON]
+
+    @classmethod
+    def of(cls, d: JSON) -> Standings:
+        return cls(d["tournament_id"], d["status"], d["rounds_done"],
+                   [StandingRow.of(r) for r in d["items"]], list(d["history"]))
+
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    rank: int
+    bot_id: str
+    bot_name: str
+    games: int
+    wins: int
+    rating: Rating
+
+    @classmethod
+    def of(cls, d: JSON) -> LeaderboardRow:
+        return cls(d["rank"], d["bot_id"], d["bot_name"], d["games"], d["wins"], Rating.of(d))
 
 
 @dataclass(frozen=True)
@@ -530,6 +631,37 @@ class ArenaClient:
                 log.info("event stream cut (%s); resuming after %s", exc, last)
                 self._sleep(self.retry.delay(failures))
 
+    # --- tournaments ---------------------------------------------------------------------
+
+    def create_tournament(self, entrants: list[str], format: str = "round_robin",
+                          admin_token: str | None = None, **settings: Any) -> Tournament:
+        """``POST /tournaments`` (admin): ``settings`` as in the contract's TournamentCreate
+        (name, players, games_per_pairing, duplicate, rounds, variants, move_limit...)."""
+        body: JSON = {"entrants": entrants, "format": format, **settings}
+        headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
+        return Tournament.of(self._call("postTournaments", json=body, headers=headers))
+
+    def tournaments(self, limit: int = 20, cursor: int | None = None) -> TournamentList:
+        """``GET /tournaments``: one page, newest first."""
+        params: JSON = {"limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return TournamentList.of(self._call("getTournaments", params=params))
+
+    def tournament(self, tournament_id: str) -> Tournament:
+        """``GET /tournaments/{id}``: settings, progress, rounds with games and results."""
+        return Tournament.of(self._call("getTournamentsTournamentId",
+                                        tournament_id=tournament_id))
+
+    def standings(self, tournament_id: str) -> Standings:
+        """``GET /tournaments/{id}/standings``: ranked rows with ratings, and their history."""
+        return Standings.of(self._call("getTournamentsTournamentIdStandings",
+                                       tournament_id=tournament_id))
+
+    def leaderboard(self) -> list[LeaderboardRow]:
+        """``GET /leaderboard``: ratings over every tournament game, best first."""
+        return [LeaderboardRow.of(r) for r in self._call("getLeaderboard")["items"]]
+
     # --- health ------------------------------------------------------------------------
 
     def healthz(self) -> Health:
@@ -575,9 +707,8 @@ class ArenaClient:
         ep = ENDPOINTS[name]
         url = self.base_url + ep.path.format(**path)
         what = f"{ep.method} {ep.path.format(**path)}"
-        all_headers = dict(headers or {})
-        if self.token:
-            all_headers["Authorization"] = f"Bearer {self.token}"
+        all_headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        all_headers.update(headers or {})
         policy = self.retry
         for attempt in range(1, policy.attempts + 1):
             self._hold(name)
@@ -666,9 +797,15 @@ __all__ = [
     "GameList",
     "GameSummary",
     "Health",
+    "LeaderboardRow",
+    "Rating",
     "Record",
     "RetryPolicy",
     "Seat",
+    "StandingRow",
+    "Standings",
+    "Tournament",
+    "TournamentList",
     "TurnAnswer",
     "View",
 ]

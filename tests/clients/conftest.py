@@ -29,6 +29,7 @@ from tests.conftest import REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
+ADMIN_TOKEN = "client-tests-admin-token"
 
 
 def _healthy(url: str) -> bool:
@@ -49,6 +50,7 @@ def live_url(redis_client, tmp_path_factory) -> Iterator[str]:
         "REDIS_URL": REDIS_URL,
         "ARENA_KEY_PREFIX": prefix,
         "ARENA_RATE_LIMIT": "0",
+        "ARENA_ADMIN_TOKEN": ADMIN_TOKEN,
         "ARENA_SSE_KEEPALIVE": "1",
         "ARENA_LOG_LEVEL": "warning",
     }

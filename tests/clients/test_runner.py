@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.api import ArenaClient, RetryPolicy
+from clients.api import ArenaClient, ArenaError, RetryPolicy
 from clients.runner import BotRunner, RunnerStats
 from clients.strategies import RandomStrategy
 from service.embedded_redis import free_port
@@ -89,6 +89,35 @@ def test_four_random_runners_play_several_games_at_once_to_the_end(
     decisions = [r for r in caplog.records if " v" in r.getMessage() and "hand was" in
                  r.getMessage()]
     assert len(decisions) == total
+
+
+def test_a_tournament_through_the_client(live_url: str) -> None:
+    """The tournament endpoints: an admin creates one, two runners play it out (the service
+    schedules the games), and standings and the leaderboard show it."""
+    from tests.clients.conftest import ADMIN_TOKEN
+
+    clients = [ArenaClient(live_url) for _ in range(2)]
+    ids = [c.register(f"entrant-{i}").id for i, c in enumerate(clients)]
+    with pytest.raises(ArenaError) as info:
+        clients[0].create_tournament(ids)
+    assert info.value.status in (401, 403)
+    t = clients[0].create_tournament(ids, "round_robin", admin_token=ADMIN_TOKEN,
+                                     name="client-test", games_per_pairing=2, duplicate=True,
+                                     variants={"target": 3})
+    assert t.status == "running" and {e.bot_id for e in t.entrants} == set(ids)
+    runners = [BotRunner(c, "random", max_games=2, poll_timeout=1, check_every=0.5)
+               for c in clients]
+    started = [start(r) for r in runners]
+    finish([th for th, _ in started], runners)
+    anon = ArenaClient(live_url)
+    done = anon.tournament(t.id)
+    assert done.status == "finished" and done.progress["games_done"] == 2 and done.rounds
+    assert t.id in {x.id for x in anon.tournaments(limit=100).items}
+    table = anon.standings(t.id)
+    assert [r.rank for r in table.items] == [1, 2]
+    assert all(r.played == 2 for r in table.items) and sum(r.won for r in table.items) == 2
+    board = {r.bot_id: r for r in anon.leaderboard()}
+    assert all(board[i].games == 2 and board[i].rating.sigma > 0 for i in ids)
 
 
 def test_a_function_bot_and_a_bad_strategy_are_handled(live_url: str) -> None:
