@@ -176,7 +176,8 @@ def game_result(game: Game) -> dict[str, Any]:
     for hand in record["hands"]:
         pts = [0, 0]
         for item in hand["items"]:
-            pts[item["team"]] += item["points"]
+            if item.get("team") is not None:  # a tied Game is scored to nobody (R20)
+                pts[item["team"]] += item["points"]
         if pts[0] != pts[1]:
             hands[0 if pts[0] > pts[1] else 1] += 1
     timeouts = [0, 0]
