@@ -1,0 +1,79 @@
+"""The service as deployed (gunicorn, gevent, two workers — so two sweepers) enforces move
+deadlines and finishes a tournament nobody plays, with no client touching the games."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+
+from service.embedded_redis import free_port
+from tests.conftest import REDIS_URL
+
+
+def call(url: str, body: Any = None, token: str | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method="POST" if data else "GET")
+    req.add_header("Content-Type", "application/json")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.fixture
+def service(key_prefix, redis_client):
+    port = free_port()
+    env = {**os.environ, "REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+           "ARENA_ADMIN_TOKEN": "proc-admin", "ARENA_RATE_LIMIT": "0"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "python:service.gunicorn_conf",
+         "--bind", f"127.0.0.1:{port}", "--workers", "2", "service.wsgi:app"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        end = time.monotonic() + 30
+        while True:
+            try:
+                call(url + "/healthz")
+                break
+            except OSError:
+                if time.monotonic() > end or proc.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_gunicorn_workers_enforce_deadlines_and_run_tournaments(service):
+    a = call(service + "/bots", {"name": "a"})
+    b = call(service + "/bots", {"name": "b"})
+    g = call(service + "/games", {"players": 2, "seats": [a["id"], b["id"]], "seed": 3,
+                                  "move_limit": 0.5}, a["token"])
+    t = call(service + "/tournaments", {"format": "swiss", "entrants": [a["id"], b["id"]],
+                                        "rounds": 1, "variants": {"target": 1},
+                                        "move_limit": 0.5}, "proc-admin")
+    end = time.monotonic() + 30
+    while call(f"{service}/tournaments/{t['id']}")["status"] != "finished":
+        assert time.monotonic() < end, "the tournament did not finish on timeouts"
+        time.sleep(0.25)
+    record = call(f"{service}/games/{g['id']}/record")
+    plies = [x["ply"] for x in record["timeouts"]]
+    assert len(plies) >= 3
+    assert plies == list(range(1, len(plies) + 1))  # each decision timed out exactly once
+    st = call(f"{service}/tournaments/{t['id']}/standings")
+    assert sum(row["played"] for row in st["items"]) == 4
+    assert sum(row["timeouts"] for row in st["items"]) > 0
