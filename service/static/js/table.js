@@ -162,6 +162,8 @@ function renderSeat(seat) {
   slot.replaceChildren(box);
 }
 
+const shownCards = new Set(); // trick cards already drawn: only new ones drop in
+
 function renderCenter() {
   const kicks = $("kicks");
   kicks.replaceChildren(...model.kicks.map((k) => {
@@ -178,7 +180,9 @@ function renderCenter() {
   for (const pc of model.trick.cards) {
     const p = positionOf(pc.seat);
     const cell = cells.find((c) => c.classList.contains(`at-${p}`));
-    cell.append(cardEl(pc.card, { extra: "played" }));
+    const key = `${model.hand}.${model.deal}.${pc.seat}.${pc.card}`;
+    cell.append(cardEl(pc.card, { extra: shownCards.has(key) ? "played" : "played fresh" }));
+    shownCards.add(key);
     cell.dataset.seat = String(pc.seat);
   }
   trick.replaceChildren(...cells);
@@ -285,7 +289,7 @@ function renderTurn() {
     const left = Math.max(0, v.time_left - (performance.now() - ctx.viewAt) / 1000);
     clock = ` · ${left.toFixed(0)} s left`;
   } else {
-    clock = ` · ${Math.floor((performance.now() - ctx.lastEventAt) / 1000)} s`;
+    clock = ` · thinking ${Math.floor((performance.now() - ctx.lastEventAt) / 1000)} s`;
   }
   const you = MODE === "play" && model.turn === ctx.me ? " (you)" : "";
   info.textContent = `${seatName(model.turn)}${you} ${what}${clock}`;
@@ -304,6 +308,11 @@ function render() {
   renderLog();
   renderSheet();
   renderStatus();
+  // State for scripts and tests: what the page shows, in one place.
+  body.dataset.status = model.over ? "finished" : ctx.status;
+  if (ctx.view) body.dataset.version = String(ctx.view.version);
+  body.dataset.yourTurn = String(!!(MODE === "play" && ctx.view && ctx.view.your_turn && !ctx.busy));
+  body.dataset.busy = String(ctx.busy);
 }
 
 let renderQueued = false;

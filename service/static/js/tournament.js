@@ -40,16 +40,16 @@ function chart(st, names) {
   const hist = st.history || [];
   if (!hist.length) return el("p", { class: "muted", text: "No round finished yet." });
   const bots = st.items.map((r) => r.bot_id);
-  const W = 720, H = 300, L = 44, R = 12, T = 12, B = 30;
+  const W = 720, H = 300, L = 44, R = 24, T = 12, B = 30;
   let lo = Infinity, hi = -Infinity;
   for (const h of hist) for (const p of h.ratings) { lo = Math.min(lo, p.mu - p.sigma); hi = Math.max(hi, p.mu + p.sigma); }
   if (hi - lo < 1) { hi += 0.5; lo -= 0.5; }
   const rounds = hist.map((h) => h.round);
   const r0 = Math.min(...rounds), r1 = Math.max(...rounds);
-  const x = (r) => L + (r1 === r0 ? (W - L - R) / 2 : ((r - r0) / (r1 - r0)) * (W - L - R));
+  const x = (r) => L + 16 + (r1 === r0 ? (W - L - R - 32) / 2 : ((r - r0) / (r1 - r0)) * (W - L - R - 32));
   const y = (v) => T + (1 - (v - lo) / (hi - lo)) * (H - T - B);
   const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": "Ratings over rounds" });
-  root.append(svg("title", {}, "Ratings (mu, with a band of plus or minus sigma) after each round"));
+  root.append(svg("title", {}, "Ratings (mu, with bars of plus or minus sigma) after each round"));
   const ticks = 5;
   for (let i = 0; i <= ticks; i++) {
     const v = lo + ((hi - lo) * i) / ticks;
@@ -62,12 +62,14 @@ function chart(st, names) {
     const pts = hist.map((h) => [h.round, h.ratings.find((p) => p.bot_id === b)]).filter(([, p]) => p);
     if (!pts.length) return;
     const color = COLORS[i % COLORS.length];
-    const band = pts.map(([r, p]) => `${x(r)},${y(p.mu + p.sigma)}`).concat(
-      [...pts].reverse().map(([r, p]) => `${x(r)},${y(p.mu - p.sigma)}`));
-    root.append(svg("polygon", { points: band.join(" "), fill: color, "fill-opacity": 0.08 }));
-    root.append(svg("polyline", { points: pts.map(([r, p]) => `${x(r)},${y(p.mu)}`).join(" "), fill: "none", stroke: color, "stroke-width": 2.5 }));
+    // Error bars (± sigma), nudged sideways so that bots do not hide each other's.
+    const dx = (i - (bots.length - 1) / 2) * Math.min(6, 40 / bots.length);
     for (const [r, p] of pts) {
-      const dot = svg("circle", { cx: x(r), cy: y(p.mu), r: 3.5, fill: color });
+      root.append(svg("line", { x1: x(r) + dx, x2: x(r) + dx, y1: y(p.mu - p.sigma), y2: y(p.mu + p.sigma), stroke: color, "stroke-opacity": 0.35, "stroke-width": 3, "stroke-linecap": "round" }));
+    }
+    root.append(svg("polyline", { points: pts.map(([r, p]) => `${x(r) + dx},${y(p.mu)}`).join(" "), fill: "none", stroke: color, "stroke-width": 2.5 }));
+    for (const [r, p] of pts) {
+      const dot = svg("circle", { cx: x(r) + dx, cy: y(p.mu), r: 4, fill: color });
       dot.append(svg("title", {}, `${names[b] || b}, round ${r}: ${p.mu.toFixed(2)} ± ${p.sigma.toFixed(2)}`));
       root.append(dot);
     }

@@ -1,0 +1,185 @@
+"""Helpers for the browser tests: the service under gunicorn on a free port, random bots
+playing over HTTP in threads, waiting, and screenshots (kept in artifacts/screenshots/)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from service.embedded_redis import free_port
+from tests.conftest import REDIS_URL
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+ADMIN = "admin-" + uuid.uuid4().hex
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
+               every: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+# --- the service ---------------------------------------------------------------------------
+
+
+class Service:
+    """gunicorn serving service.wsgi:app on a free port, with its own Redis key prefix."""
+
+    def __init__(self, prefix: str, log: Path) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        env = {
+            **os.environ,
+            "REDIS_URL": REDIS_URL,
+            "ARENA_KEY_PREFIX": prefix,
+            "ARENA_RATE_LIMIT": "0",
+            "ARENA_ADMIN_TOKEN": ADMIN,
+            "ARENA_SSE_KEEPALIVE": "2",
+            "WEB_CONCURRENCY": "2",
+        }
+        self.log = log
+        self._out = log.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", "python:service.gunicorn_conf",
+             "--bind", f"127.0.0.1:{self.port}", "service.wsgi:app"],
+            cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+        def up() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"gunicorn exited: {self.log.read_text()[-2000:]}")
+            try:
+                return requests.get(self.base + "/readyz", timeout=2).status_code == 200
+            except requests.RequestException:
+                return False
+
+        wait_until(up, 60, "the service to answer /readyz", every=0.2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self._out.close()
+
+
+# --- bots over HTTP ------------------------------------------------------------------------
+
+
+class Api:
+    """The JSON API as a bot uses it (requests; one session per caller)."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.s = requests.Session()
+
+    def call(self, method: str, path: str, token: str | None = None, **kw: Any) -> Any:
+        headers = kw.pop("headers", {})
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        r = self.s.request(method, self.base + path, headers=headers, timeout=40, **kw)
+        return r
+
+    def get(self, path: str, token: str | None = None, **kw: Any) -> Any:
+        r = self.call("GET", path, token, **kw)
+        assert r.status_code == 200, (path, r.status_code, r.text)
+        return r.json()
+
+    def post(self, path: str, body: Any, token: str | None = None, status: int = 201) -> Any:
+        r = self.call("POST", path, token, json=body)
+        assert r.status_code == status, (path, r.status_code, r.text)
+        return r.json()
+
+    def bot(self, name: str) -> tuple[str, str]:
+        b = self.post("/bots", {"name": name})
+        return b["id"], b["token"]
+
+
+class RandomBot(threading.Thread):
+    """Plays random legal actions in every game where it is its turn (long-polls
+    ``/bots/me/turns``). ``gate`` cleared: it stops acting until set again."""
+
+    def __init__(self, base: str, token: str, delay: float = 0.0, seed: int = 0,
+                 gate: threading.Event | None = None) -> None:
+        super().__init__(daemon=True)
+        self.api = Api(base)
+        self.token = token
+        self.delay = delay
+        self.rng = random.Random(seed)
+        self.gate = gate
+        self.stopped = threading.Event()
+        self.actions = 0
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                self._step()
+            except requests.RequestException as exc:  # keep playing through a hiccup
+                self.errors.append(repr(exc))
+                time.sleep(0.2)
+
+    def _step(self) -> None:
+        if self.gate is not None and not self.gate.wait(0.5):
+            return
+        r = self.api.call("GET", "/bots/me/turns", self.token, params={"timeout": 1})
+        if r.status_code != 200:
+            time.sleep(0.2)
+            return
+        for game_id in r.json()["games"]:
+            if self.delay:
+                time.sleep(self.delay)
+            if self.stopped.is_set() or (self.gate is not None and not self.gate.is_set()):
+                return
+            v = self.api.call("GET", f"/games/{game_id}", self.token)
+            if v.status_code != 200:
+                continue
+            view = v.json()
+            if not view["your_turn"] or not view["legal_actions"]:
+                continue
+            action = self.rng.choice(view["legal_actions"])
+            a = self.api.call("POST", f"/games/{game_id}/actions", self.token,
+                              json={"action": action, "version": view["version"]})
+            if a.status_code == 200:
+                self.actions += 1
+            elif a.status_code not in (409, 412):
+                self.errors.append(f"{a.status_code} {a.text}")
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+
+def screenshot(pg: Any, name: str, full_page: bool = True) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    pg.screenshot(path=str(path), full_page=full_page, animations="disabled")
+    return path
