@@ -108,6 +108,15 @@ def _cmd_register(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_tournament(args: argparse.Namespace) -> int:
+    from .tournament_cli import run
+
+    variants = _variants(args.variant)
+    if args.target is not None:
+        variants = Variants.from_dict({**variants.to_dict(), "target": args.target})
+    return run(args, variants.changed())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="allfours", description="All Fours Arena")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -170,6 +179,18 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--name", required=True)
     reg.add_argument("--server", default=server_default)
     reg.set_defaults(func=_cmd_register)
+    from .tournament_cli import add_arguments as tournament_arguments
+
+    tour = sub.add_parser(
+        "tournament",
+        help="run a tournament between bots, with progress bars and a standings table",
+        description="Register the bots, create a tournament (round robin or Swiss), play "
+        "every game with each bot as a real HTTP client, show progress, then print the "
+        "standings with ratings and write the results as JSON. Without --server it starts "
+        "its own service (embedded valkey-server + gunicorn) and stops it at the end.",
+    )
+    tournament_arguments(tour)
+    tour.set_defaults(func=_cmd_tournament)
     return parser
 
 

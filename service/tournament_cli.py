@@ -1,0 +1,644 @@
+"""``allfours tournament``: run a whole tournament from one command.
+
+    allfours tournament --bots random,heuristic,search --format round-robin --games 20
+
+What it does, in order:
+
+1. **The service.** With ``--server`` it uses that service (creating a tournament needs its
+   admin token: ``--admin-token`` or ``$ARENA_ADMIN_TOKEN``). Without it, it starts one of
+   its own exactly as ``allfours serve`` does — an embedded ``valkey-server`` (in a
+   temporary directory, or ``--data-dir``) and gunicorn with the same command line and
+   config — on a free port, with a freshly generated admin token, rate limiting off, and
+   gunicorn's log in a file so it cannot tear the progress display. It waits for
+   ``/readyz``.
+2. **The entrants.** One bot account per entrant (``--bots a,b,c``; a strategy named twice
+   becomes ``heuristic`` and ``heuristic-2``), each with its own token and its own client.
+3. **The tournament**, created through ``POST /tournaments`` with the admin token; the
+   service pairs and schedules every game itself.
+4. **The bots play as real HTTP clients**: one ``BotRunner`` per entrant in a thread of
+   this process, finding its turns through the turn long-poll like any other bot. In a
+   4-player game an entrant holds both seats of its team and its runner plays both.
+5. **Progress** comes from polling ``GET /tournaments/{id}`` (and one ``GET /games`` page
+   for the live scores): a bar of games finished out of the total, a line per live game
+   and a line per entrant (``rich``); ``--quiet`` prints a plain line per finished round
+   instead.
+6. **The end**: the standings table (ratings as mu ± sigma and the conservative ordinal
+   mu − 3 sigma) and a JSON file with the settings, every game with its result, the
+   standings and the rating history.
+
+Whatever happens — success, an error, Ctrl-C, SIGTERM — the runners are stopped and then,
+when the service is our own, gunicorn and then valkey (the order ``allfours serve``
+uses), each with a bounded wait and SIGKILL as the last resort. Both children are also
+started with ``PR_SET_PDEATHSIG`` (``die_with_parent``), so even a SIGKILL of this
+process leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from .embedded_redis import EmbeddedRedis, die_with_parent, free_port
+from .serve import _STOP_WAIT, gunicorn_command
+
+READY_TIMEOUT = 60.0
+POLL_EVERY = 0.5  # seconds between looks at the tournament
+RUNNER_POLL = 1.0  # a runner's turn long-poll: also how soon it notices a stop
+FORMATS = {"round-robin": "round_robin", "round_robin": "round_robin", "swiss": "swiss"}
+_NAME_OK = re.compile(r"[^A-Za-z0-9 ._-]+")
+
+
+class TournamentCliError(RuntimeError):
+    """A failure worth one line on stderr and exit status 1."""
+
+
+def _say(message: str) -> None:
+    print(f"allfours tournament: {message}", file=sys.stderr, flush=True)
+
+
+# --- entrants -------------------------------------------------------------------------------
+
+
+def parse_bots(spec: str) -> list[tuple[str, str]]:
+    """``"random,heuristic,heuristic,pkg.mod:MyBot"`` → ``[(entrant name, strategy)]``.
+
+    Names are the strategy (the class name for ``module:Class``), made distinct by a
+    ``-2``, ``-3``... suffix, and fit the service's bot-name pattern.
+    """
+    strategies = [s.strip() for s in spec.split(",") if s.strip()]
+    if len(strategies) < 2:
+        raise TournamentCliError("--bots needs at least two entrants, e.g. random,heuristic")
+    seen: dict[str, int] = {}
+    out = []
+    for strategy in strategies:
+        base = strategy.rsplit(":", 1)[-1].rsplit(".", 1)[-1] if ":" in strategy else strategy
+        base = _NAME_OK.sub("-", base).strip(" -")[:30] or "bot"
+        seen[base] = seen.get(base, 0) + 1
+        out.append((base if seen[base] == 1 else f"{base}-{seen[base]}", strategy))
+    return out
+
+
+def build_strategy(spec: str, move_time: float) -> Any:
+    """The strategy object for one entrant; the search bot gets its per-move budget."""
+    from clients.strategies import get_strategy
+
+    try:
+        return get_strategy(spec, move_time=move_time) if spec == "search" else get_strategy(spec)
+    except (ValueError, TypeError) as exc:
+        raise TournamentCliError(str(exc)) from exc
+
+
+@dataclasses.dataclass
+class Entrant:
+    name: str
+    strategy: str
+    bot_id: str = ""
+    client: Any = None
+    runner: Any = None
+    thread: threading.Thread | None = None
+    crashed: str | None = None  # the runner thread died with this exception
+
+    def stats(self) -> dict[str, Any]:
+        if self.runner is None:
+            return {}
+        s = self.runner.stats
+        return {"actions": s.actions, "games_finished": s.games_finished, "wins": s.wins,
+                "conflicts": s.conflicts, "errors": s.errors,
+                "strategy_errors": s.strategy_errors}
+
+
+# --- our own service --------------------------------------------------------------------------
+
+
+class EmbeddedService:
+    """``allfours serve`` without blocking: embedded valkey + gunicorn on a free port.
+
+    ``start`` returns the base URL once ``/readyz`` answers 200; ``stop`` (idempotent)
+    stops gunicorn, then valkey, then removes a temporary data directory.
+    """
+
+    def __init__(
+        self,
+        admin_token: str,
+        data_dir: str | os.PathLike[str] | None = None,
+        port: int | None = None,
+        workers: int = 2,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.admin_token = admin_token
+        self.host = host
+        self.port = port
+        self.workers = workers
+        self._temp = data_dir is None
+        self.data_dir = Path(data_dir or tempfile.mkdtemp(prefix="allfours-tournament-"))
+        self.redis: EmbeddedRedis | None = None
+        self.gunicorn: subprocess.Popen[bytes] | None = None
+        self.log_path = self.data_dir / "gunicorn.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> str:
+        try:
+            self.redis = EmbeddedRedis(self.data_dir / "redis" if self._temp else self.data_dir)
+            env = os.environ.copy()
+            env.update({
+                "REDIS_URL": self.redis.start(),
+                "ARENA_ADMIN_TOKEN": self.admin_token,
+                "ARENA_RATE_LIMIT": "0",  # our own bots only: nothing to limit
+                "ARENA_LOG_LEVEL": env.get("ARENA_LOG_LEVEL", "warning"),
+            })
+            fixed = self.port
+            for _attempt in range(3):
+                self.port = fixed or free_port(self.host)
+                self._spawn(env)
+                if self._wait_ready():
+                    return self.url
+                if fixed:
+                    break  # the port was asked for: do not quietly pick another
+            raise TournamentCliError(
+                f"the service did not start on {self.url}; last lines of {self.log_path}:\n"
+                + self.log_tail()
+            )
+        except BaseException:
+            self.stop()
+            raise
+
+    def _spawn(self, env: dict[str, str]) -> None:
+        self._stop_gunicorn()
+        command = gunicorn_command(self.host, self.port or 0, self.workers)
+        with self.log_path.open("ab") as log:
+            self.gunicorn = subprocess.Popen(
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,  # a terminal's Ctrl-C reaches only us
+                preexec_fn=die_with_parent,  # started before any thread of ours
+            )
+
+    def _wait_ready(self) -> bool:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return False
+            try:
+                with urllib.request.urlopen(self.url + "/readyz", timeout=2) as resp:
+                    if resp.status == 200:
+                        return True
+            except (OSError, urllib.error.HTTPError):
+                pass
+            time.sleep(0.1)
+        return False
+
+    def alive(self) -> bool:
+        return self.gunicorn is not None and self.gunicorn.poll() is None
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def _stop_gunicorn(self) -> None:
+        proc, self.gunicorn = self.gunicorn, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()  # graceful: workers finish their requests
+            try:
+                proc.wait(_STOP_WAIT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def stop(self) -> None:
+        try:
+            self._stop_gunicorn()  # first, so no worker sees Redis vanish mid-request
+        finally:
+            if self.redis is not None:
+                self.redis.stop()
+                self.redis = None
+            if self._temp:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+# --- the display ----------------------------------------------------------------------------
+
+
+class Display:
+    """Progress while the games run: rich bars and tables, or (quiet) a line per round."""
+
+    def __init__(self, quiet: bool, console: Any) -> None:
+        self.quiet = quiet
+        self.console = console
+        self.live: Any = None
+        self.progress: Any = None
+        self.task: Any = None
+        self._rounds_done = -1
+
+    def __enter__(self) -> Display:
+        if not self.quiet:
+            from rich.live import Live
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("games"),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                console=self.console,
+            )
+            self.task = self.progress.add_task("games", total=None)
+            self.live = Live(self.progress, console=self.console, refresh_per_second=4,
+                             transient=False)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+            self.live = None
+
+    def update(self, tour: Any, scores: dict[str, list[int]], entrants: list[Entrant]) -> None:
+        prog = tour.progress
+        if self.quiet:
+            if prog["rounds_done"] != self._rounds_done:
+                self._rounds_done = prog["rounds_done"]
+                _say(f"round {prog['rounds_done']}/{prog['rounds_planned']} done, "
+                     f"{prog['games_done']}/{prog['games_planned']} games finished")
+            return
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        self.progress.update(
+            self.task, total=prog["games_planned"], completed=prog["games_done"],
+            description=f"round {min(prog['rounds_done'] + 1, prog['rounds_planned'])}"
+                        f"/{prog['rounds_planned']}",
+        )
+        names = {e.bot_id: e.name for e in entrants}
+        games = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
+        for rnd in tour.rounds:
+            for g in rnd["games"]:
+                if g["status"] != "live":
+                    continue
+                a, b = (names.get(t, t) for t in g["teams"])
+                sc = scores.get(g["game_id"] or "")
+                games.add_row(
+                    Text("▶", style="green"), f"round {rnd['round']}", f"game {g['slot'] + 1}",
+                    Text(a, style="bold"), Text(f"{sc[0]:>2} – {sc[1]:<2}" if sc else "  –  "),
+                    Text(b, style="bold"), Text(g["game_id"] or "", style="dim"),
+                )
+        # per entrant: results from the tournament (authoritative), moves from its runner
+        tally = {e.bot_id: {"played": 0, "won": 0, "live": 0} for e in entrants}
+        for rnd in tour.rounds:
+            for g in rnd["games"]:
+                for bot in g["teams"]:
+                    t = tally.setdefault(bot, {"played": 0, "won": 0, "live": 0})
+                    if g["status"] == "done":
+                        t["played"] += 1
+                        t["won"] += g["winner"] == bot
+                    elif g["status"] == "live":
+                        t["live"] += 1
+        over = tour.status != "running"
+        bots = Table(box=None, show_header=False, padding=(0, 1), pad_edge=False)
+        for e in entrants:
+            st, t = e.stats(), tally[e.bot_id]
+            if e.crashed:
+                state = Text("runner crashed", style="red")
+            elif over:
+                state = Text("done", style="green")
+            else:
+                state = Text(f"in {t['live']} games" if t["live"] else "waiting", style="dim")
+            bots.add_row(
+                Text(e.name, style="cyan"), Text(e.strategy, style="dim"),
+                f"{t['played']} played", f"{t['won']} won", f"{st.get('actions', 0)} moves",
+                f"{st.get('errors', 0)} errors", state,
+            )
+        self.live.update(Group(self.progress, games, bots))
+
+
+def standings_table(standings: Any, entrants: list[Entrant]) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    strategies = {e.bot_id: e.strategy for e in entrants}
+    table = Table(title="Standings", box=box.SIMPLE_HEAD, pad_edge=False)
+    for header, justify in [
+        ("#", "right"), ("entrant", "left"), ("score", "right"), ("games", "right"),
+        ("wins", "right"), ("win %", "right"), ("hands", "right"), ("pts for", "right"),
+        ("pts agst", "right"), ("timeouts", "right"), ("rating μ ± σ", "right"),
+        ("ordinal", "right"),
+    ]:
+        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for row in standings.items:
+        name = row.bot_name
+        if strategies.get(row.bot_id, name) != name:
+            name = f"{name} ({strategies[row.bot_id]})"
+        pct = f"{100 * row.won / row.played:.0f}" if row.played else "–"
+        table.add_row(
+            str(row.rank), name, f"{row.score:g}", str(row.played), str(row.won), pct,
+            str(row.hands_won), str(row.points_for), str(row.points_against),
+            str(row.timeouts), f"{row.rating.mu:.1f} ± {row.rating.sigma:.1f}",
+            f"{row.rating.ordinal:.1f}",
+        )
+    return table
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+def _live_scores(viewer: Any, tour: Any) -> dict[str, list[int]]:
+    """Scores of the tournament's live games, from one page of ``GET /games``."""
+    live = {g["game_id"] for r in tour.rounds for g in r["games"] if g["status"] == "live"}
+    if not live:
+        return {}
+    try:
+        page = viewer.games(status="active", limit=100)
+    except Exception:
+        return {}
+    return {g.id: g.scores for g in page.items if g.id in live}
+
+
+def results_document(tour: Any, standings: Any, entrants: list[Entrant], server: str,
+                     started: float, finished: float) -> dict[str, Any]:
+    """What ``--json-out`` gets: settings, every game with its result, standings, ratings."""
+    names = {e.bot_id: e.name for e in entrants}
+    games = []
+    for rnd in tour.rounds:
+        for g in rnd["games"]:
+            games.append({
+                "round": rnd["round"],
+                **g,
+                "team_names": [names.get(t, t) for t in g["teams"]],
+                "winner_name": names.get(g["winner"]) if g["winner"] else None,
+            })
+    return {
+        "tournament_id": tour.id,
+        "name": tour.name,
+        "status": tour.status,
+        "server": server,
+        "started": round(started, 3),
+        "finished": round(finished, 3),
+        "elapsed_seconds": round(finished - started, 3),
+        "settings": tour.settings,
+        "progress": tour.progress,
+        "entrants": [
+            {"name": e.name, "strategy": e.strategy, "bot_id": e.bot_id, "runner": e.stats()}
+            for e in entrants
+        ],
+        "byes": [{"round": r["round"], "byes": r["byes"]} for r in tour.rounds if r["byes"]],
+        "games": games,
+        "standings": [dataclasses.asdict(row) for row in standings.items],
+        "ratings_history": standings.history,
+    }
+
+
+def _start_runners(entrants: list[Entrant], strategies: dict[str, Any],
+                   workers: int, stop: threading.Event) -> None:
+    from clients.runner import BotRunner
+
+    for e in entrants:
+        e.runner = BotRunner(e.client, strategies[e.name], workers=workers,
+                             stop_event=stop, poll_timeout=RUNNER_POLL, name=e.name)
+
+        def play(e: Entrant = e) -> None:
+            try:
+                e.runner.run()
+            except Exception as exc:  # the runner catches its own; this is a bug report
+                e.crashed = f"{type(exc).__name__}: {exc}"
+
+        e.thread = threading.Thread(target=play, name=f"runner-{e.name}", daemon=True)
+        e.thread.start()
+
+
+def _stop_runners(entrants: list[Entrant], stop: threading.Event) -> None:
+    stop.set()
+    deadline = time.monotonic() + RUNNER_POLL + 15.0
+    for e in entrants:
+        if e.thread is not None:
+            e.thread.join(max(0.1, deadline - time.monotonic()))
+        if e.client is not None:
+            e.client.close()
+
+
+def run(args: argparse.Namespace, variants: dict[str, Any]) -> int:
+    """The command (``variants``: the house rules that differ from the defaults)."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 120))
+
+    def on_term(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    service: EmbeddedService | None = None
+    entrants: list[Entrant] = []
+    stop = threading.Event()
+    try:
+        fmt = FORMATS[args.format]
+        pairs = parse_bots(args.bots)
+        strategies = {name: build_strategy(spec, args.move_time) for name, spec in pairs}
+        if args.duplicate and args.games % 2:
+            _say(f"--games {args.games} is odd: with duplicate deals the last deal of "
+                 "each pairing is played only once")
+        _setup_logging(console, args.quiet)
+        if args.server:
+            server = args.server.rstrip("/")
+            admin_token = args.admin_token or os.environ.get("ARENA_ADMIN_TOKEN")
+            if not admin_token:
+                raise TournamentCliError("with --server, creating a tournament needs "
+                                         "--admin-token (or $ARENA_ADMIN_TOKEN)")
+        else:
+            admin_token = secrets.token_urlsafe(24)
+            service = EmbeddedService(admin_token, args.data_dir, args.port)
+            _say("starting the service (embedded valkey-server + gunicorn)...")
+            server = service.start()
+            _say(f"service at {server} (data in {service.data_dir})")
+        return _play(args, fmt, variants, server, admin_token, pairs, strategies, entrants,
+                     stop, service, console)
+    except KeyboardInterrupt:
+        _say("interrupted; stopping")
+        return 130
+    except TournamentCliError as exc:
+        _say(str(exc))
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            _stop_runners(entrants, stop)
+        finally:
+            if service is not None:
+                service.stop()
+                _say("service stopped")
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _setup_logging(console: Any, quiet: bool) -> None:
+    """Warnings (a retry, a failed call) above the display, not through it."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    handler = RichHandler(console=console, show_path=False, show_time=not quiet)
+    logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
+
+
+def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: str,
+          admin_token: str, pairs: list[tuple[str, str]], strategies: dict[str, Any],
+          entrants: list[Entrant], stop: threading.Event, service: EmbeddedService | None,
+          console: Any) -> int:
+    from clients.api import ArenaClient, ArenaError
+
+    viewer = ArenaClient(server)
+    try:
+        try:
+            viewer.readyz()
+            for name, spec in pairs:
+                client = ArenaClient(server, pool_size=max(16, args.workers * 2))
+                entrants.append(Entrant(name, spec, client=client))
+                entrants[-1].bot_id = client.register(name).id
+            settings: dict[str, Any] = {
+                "name": args.name, "players": args.players, "games_per_pairing": args.games,
+                "duplicate": args.duplicate, "parallel": args.parallel,
+            }
+            if variants:
+                settings["variants"] = variants
+            if args.move_limit is not None:
+                settings["move_limit"] = args.move_limit
+            if args.rounds is not None:
+                if fmt != "swiss":
+                    raise TournamentCliError("--rounds is for --format swiss")
+                settings["rounds"] = args.rounds
+            if args.seed is not None:
+                settings["seed"] = args.seed
+            tour = viewer.create_tournament([e.bot_id for e in entrants], fmt,
+                                            admin_token=admin_token, **settings)
+        except ArenaError as exc:
+            raise TournamentCliError(f"{server}: {exc}") from exc
+        started = time.time()
+        _say(f"tournament {tour.id}: {fmt.replace('_', ' ')}, {len(entrants)} entrants, "
+             f"{tour.progress['games_planned']} games of {args.players} players "
+             f"({tour.progress['rounds_planned']} rounds)")
+        _start_runners(entrants, strategies, args.workers, stop)
+        deadline = time.monotonic() + args.timeout if args.timeout else None
+        timed_out = False
+        with Display(args.quiet, console) as display:
+            while True:
+                try:
+                    tour = viewer.tournament(tour.id)
+                    display.update(tour, _live_scores(viewer, tour), entrants)
+                except ArenaError as exc:
+                    if service is None or service.alive():
+                        _say(f"looking at the tournament failed: {exc}")
+                if tour.status != "running":
+                    break
+                if service is not None and not service.alive():
+                    raise TournamentCliError("the service stopped; last lines of its log:\n"
+                                             + service.log_tail())
+                crashed = [e for e in entrants if e.crashed]
+                if crashed:
+                    raise TournamentCliError(f"the runner of {crashed[0].name} crashed: "
+                                             f"{crashed[0].crashed}")
+                if deadline is not None and time.monotonic() > deadline:
+                    timed_out = True
+                    break
+                time.sleep(POLL_EVERY)
+        finished = time.time()
+        stop.set()
+        try:
+            standings = viewer.standings(tour.id)
+        except ArenaError as exc:
+            raise TournamentCliError(f"reading the standings failed: {exc}") from exc
+        console.print(standings_table(standings, entrants))
+        doc = results_document(tour, standings, entrants, server, started, finished)
+        out = Path(args.json_out or f"tournament-{tour.id}.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, indent=2) + "\n")
+        elapsed = finished - started
+        _say(f"{tour.progress['games_done']}/{tour.progress['games_planned']} games in "
+             f"{elapsed:.1f} s; results written to {out}")
+        if timed_out:
+            _say(f"gave up after --timeout {args.timeout:g} s with the tournament unfinished")
+            return 1
+        return 0
+    finally:
+        viewer.close()
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``allfours tournament`` (the command is wired in ``service.cli``)."""
+    p.add_argument("--bots", default="random,heuristic,search",
+                   help="entrants: comma-separated strategies (random, heuristic, search, or "
+                   "package.module:Class); one may appear twice (default %(default)s)")
+    p.add_argument("--format", choices=("round-robin", "swiss"), default="round-robin")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="swiss: rounds to play (default ceil(log2(entrants)))")
+    p.add_argument("--games", type=int, default=2,
+                   help="games per pairing (per round); even with duplicate deals "
+                   "(default %(default)s)")
+    p.add_argument("--players", type=int, choices=(2, 4), default=4,
+                   help="4: each entrant holds both seats of its team (default %(default)s)")
+    p.add_argument("--duplicate", action=argparse.BooleanOptionalAction, default=True,
+                   help="play every deal twice with the entrants swapping cards (default on)")
+    p.add_argument("--target", type=int, default=None,
+                   help="points that win a game (the target variant; default 14)")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE",
+                   help="a house rule, e.g. under_trumping=false (repeatable)")
+    p.add_argument("--move-time", type=float, default=0.1,
+                   help="the search bot's budget per move, seconds (default %(default)s)")
+    p.add_argument("--move-limit", type=float, default=None,
+                   help="the service's deadline per decision, seconds (0.5..3600); a seat "
+                   "that misses it gets a default action, counted as a timeout")
+    p.add_argument("--parallel", type=int, default=8,
+                   help="games of the tournament at once (default %(default)s)")
+    p.add_argument("--workers", type=int, default=4,
+                   help="games each entrant's runner decides at once (default %(default)s)")
+    p.add_argument("--seed", type=int, default=None, help="fixes every deal (default random)")
+    p.add_argument("--name", default="tournament", help="the tournament's name")
+    p.add_argument("--server", default=None,
+                   help="use this running service instead of starting one")
+    p.add_argument("--admin-token", default=None,
+                   help="with --server: its admin token (default $ARENA_ADMIN_TOKEN)")
+    p.add_argument("--data-dir", default=None,
+                   help="without --server: keep the embedded Redis data here (default: a "
+                   "temporary directory, removed at the end)")
+    p.add_argument("--port", type=int, default=None,
+                   help="without --server: the port of our service (default: a free one)")
+    p.add_argument("--json-out", default=None, metavar="PATH",
+                   help="where to write the results (default ./tournament-<id>.json)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="give up (exit 1) if the tournament is not over after this many s")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars: a plain line per finished round")

@@ -1,0 +1,202 @@
+"""``allfours tournament`` as a user runs it: a real subprocess, real services, real bots.
+
+Two runs: one that starts its own service (embedded valkey-server + gunicorn) and must
+leave no process behind, and one against an ``allfours serve`` already running. Each
+checks the JSON results against themselves: every game finished, and standings that add
+up to the games' results. Every wait is bounded; every process is stopped in a finally.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.embedded_redis import free_port
+from service.tournament_cli import TournamentCliError, parse_bots
+from tests.test_serve import alive, cmdline, descendants, http_status, stop_process, wait_for
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_TIMEOUT = 120.0
+
+
+def test_entrant_names_are_distinct_and_valid() -> None:
+    assert parse_bots("random,heuristic,heuristic, search ,heuristic") == [
+        ("random", "random"), ("heuristic", "heuristic"), ("heuristic-2", "heuristic"),
+        ("search", "search"), ("heuristic-3", "heuristic"),
+    ]  # fmt: skip
+    assert parse_bots("tests.bots:My Bot!,random")[0] == ("My Bot", "tests.bots:My Bot!")
+    with pytest.raises(TournamentCliError):
+        parse_bots("random")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("REDIS_URL", "ARENA_ADMIN_TOKEN", "ALLFOURS_SERVER")}
+    env.update(extra)
+    return env
+
+
+def run_tournament(args: list[str], cwd: Path, watch: dict[int, str] | None = None,
+                   env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``allfours tournament ARGS`` to the end (bounded). With ``watch``, every
+    descendant seen while it runs is recorded there (pid → command line)."""
+    out, err = cwd / "stdout.txt", cwd / "stderr.txt"
+    with out.open("w") as fo, err.open("w") as fe:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "tournament", *args],
+            cwd=cwd, env=env or _env(), stdout=fo, stderr=fe, start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + RUN_TIMEOUT
+        try:
+            while proc.poll() is None:
+                if watch is not None:
+                    watch.update(descendants(proc.pid))
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"still running after {RUN_TIMEOUT}s:\n"
+                                         + err.read_text())
+                time.sleep(0.1)
+        finally:
+            if proc.poll() is None:
+                stop_process(proc, signal.SIGTERM)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out.read_text(),
+                                       err.read_text())
+
+
+def check_results(doc: dict[str, Any], entrants: int, games: int) -> None:
+    """The JSON is complete and adds up: every game over, standings = the games' results."""
+    assert doc["status"] == "finished"
+    assert len(doc["entrants"]) == entrants
+    assert len(doc["games"]) == games == doc["progress"]["games_planned"]
+    ids = {e["bot_id"] for e in doc["entrants"]}
+    names = {e["bot_id"]: e["name"] for e in doc["entrants"]}
+    target = doc["settings"]["variants"].get("target", 14)
+    tally = {b: {"played": 0, "won": 0, "for": 0, "against": 0, "hands": 0} for b in ids}
+    for g in doc["games"]:
+        assert g["status"] == "done" and g["game_id"]
+        assert set(g["teams"]) <= ids and g["winner"] in g["teams"]
+        assert g["team_names"] == [names[t] for t in g["teams"]]
+        win_team = g["teams"].index(g["winner"])
+        assert max(g["scores"]) >= target and g["scores"][win_team] >= target
+        for team, bot in enumerate(g["teams"]):
+            t = tally[bot]
+            t["played"] += 1
+            t["won"] += team == win_team
+            t["for"] += g["scores"][team]
+            t["against"] += g["scores"][1 - team]
+            t["hands"] += g["hands_won"][team]
+    rows = doc["standings"]
+    assert [r["rank"] for r in rows] == list(range(1, entrants + 1))
+    assert sum(r["won"] for r in rows) == games
+    assert sum(r["played"] for r in rows) == 2 * games
+    assert sum(r["points_for"] for r in rows) == sum(r["points_against"] for r in rows)
+    for r in rows:
+        t = tally[r["bot_id"]]
+        assert (r["played"], r["won"], r["lost"]) == (t["played"], t["won"],
+                                                        t["played"] - t["won"])
+        assert (r["points_for"], r["points_against"], r["hands_won"]) == (
+            t["for"], t["against"], t["hands"])
+        rating = r["rating"]
+        assert rating["sigma"] > 0
+        assert rating["ordinal"] == pytest.approx(rating["mu"] - 3 * rating["sigma"], abs=1e-3)
+    assert doc["ratings_history"], "a rating snapshot per round"
+
+
+def test_tournament_with_its_own_service_leaves_nothing_behind(tmp_path: Path) -> None:
+    data_dir, port = tmp_path / "data", free_port()
+    out = tmp_path / "results" / "t.json"
+    seen: dict[int, str] = {}
+    try:
+        result = run_tournament(
+            ["--bots", "random,heuristic", "--format", "round-robin", "--games", "2",
+             "--players", "2", "--target", "3", "--quiet", "--json-out", str(out),
+             "--data-dir", str(data_dir), "--port", str(port)],
+            tmp_path, watch=seen,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        # both halves of the service really ran as our children...
+        assert any("valkey-server" in c or "redis-server" in c for c in seen.values()), seen
+        assert any("gunicorn" in c and f":{port}" in c for c in seen.values()), seen
+        # ...and none of them (nor anything else on our port or data dir) is left
+        assert not [p for p, c in seen.items() if alive(p) and cmdline(p) == c]
+        others = [cmdline(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit()]
+        assert not [c for c in others if str(data_dir) in c or f"127.0.0.1:{port} " in c]
+        assert http_status(f"http://127.0.0.1:{port}/healthz", 1) == 0
+
+        doc = json.loads(out.read_text())
+        check_results(doc, entrants=2, games=2)
+        assert doc["settings"]["players"] == 2
+        assert doc["settings"]["games_per_pairing"] == 2
+        assert doc["settings"]["duplicate"] is True
+        assert doc["settings"]["variants"] == {"target": 3}
+        twins = [g["seed"] for g in doc["games"]]
+        assert twins[0] == twins[1], "duplicate deals: one deal played twice"
+        assert [e["name"] for e in doc["entrants"]] == ["random", "heuristic"]
+        assert (data_dir / "appendonly.aof").exists() or (data_dir / "appendonlydir").is_dir()
+        assert "Standings" in result.stdout and "heuristic" in result.stdout
+    finally:
+        for pid, line in seen.items():
+            if alive(pid) and cmdline(pid) == line:
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def running_service(tmp_path: Path):
+    """``allfours serve`` with an admin token, on its own embedded Redis."""
+    port, token = free_port(), "tournament-cli-admin"
+    log = tmp_path / "serve.log"
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "serve", "--port", str(port),
+             "--workers", "1", "--data-dir", str(tmp_path / "serve-data")],
+            cwd=ROOT, env=_env(ARENA_ADMIN_TOKEN=token, ARENA_LOG_LEVEL="warning"),
+            stdout=fh, stderr=fh, start_new_session=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    children: dict[int, str] = {}
+    try:
+        def ready() -> bool:
+            assert proc.poll() is None, log.read_text()
+            children.update(descendants(proc.pid))
+            return http_status(url + "/readyz", 1) == 200
+
+        wait_for(ready, 60, "allfours serve")
+        yield url, token
+    finally:
+        stop_process(proc, signal.SIGINT)
+        for pid, line in children.items():
+            if alive(pid) and cmdline(pid) == line:
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_tournament_against_a_running_service(tmp_path: Path, running_service) -> None:
+    url, token = running_service
+    bad = run_tournament(["--server", url, "--admin-token", "wrong", "--bots", "random,random",
+                          "--quiet"], tmp_path)
+    assert bad.returncode == 1
+    assert "forbidden" in bad.stderr
+
+    out = tmp_path / "swiss.json"
+    result = run_tournament(
+        ["--server", url, "--admin-token", token, "--bots", "random,random,heuristic",
+         "--format", "swiss", "--rounds", "2", "--games", "2", "--players", "4",
+         "--variant", "target=3", "--move-limit", "30", "--quiet", "--json-out", str(out)],
+        tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(out.read_text())
+    # 3 entrants: each Swiss round is one pairing of 2 games and a bye
+    check_results(doc, entrants=3, games=4)
+    assert [e["name"] for e in doc["entrants"]] == ["random", "random-2", "heuristic"]
+    assert doc["settings"]["format"] == "swiss" and doc["settings"]["players"] == 4
+    assert doc["settings"]["move_limit"] == 30
+    assert len(doc["byes"]) == 2
+    assert doc["server"] == url
+    assert http_status(url + "/readyz") == 200, "an outside service is left running"
