@@ -17,7 +17,7 @@ from typing import Any
 from service.engine import apply, new_game, parse_action
 from service.engine.cards import CARD_NAMES, SUITS, cards_of
 from service.engine.variants import Variants
-from tests.web.support import ADMIN, PHONE, screenshot, wait_until
+from tests.web.support import ADMIN, DESKTOP, PHONE, screenshot, wait_until
 
 NAMES4 = ["Alice", "Bongo", "Calypso", "Dougla"]
 RANKS = {"2": "Two", "3": "Three", "4": "Four", "5": "Five", "6": "Six", "7": "Seven",
@@ -111,7 +111,7 @@ def test_lobby_lists_a_live_game_and_its_table_follows_the_event_stream(page, ap
     screenshot(page, "table-live", full_page=False)
     page.set_viewport_size(PHONE)
     screenshot(page, "table-live-phone")
-    page.set_viewport_size({"width": 1280, "height": 900})
+    page.set_viewport_size(DESKTOP)
     # Only the first view was fetched: everything since came through the event stream.
     assert views == [f"{api.base}/games/{game_id}"], views
 
@@ -372,6 +372,9 @@ def test_a_person_plays_a_whole_game_against_the_random_bot(page, api, bots):
             assert api.get(f"/games/{game_id}")["version"] == view["version"]
         if len(enabled) > 1 and moves == 0:
             screenshot(page, "play", full_page=False)
+            page.set_viewport_size(PHONE)
+            screenshot(page, "play-phone")
+            page.set_viewport_size(DESKTOP)
         choice = rng.choice(enabled)
         sel = (f'button.card[data-card="{choice}"]' if len(choice) == 2
                else f'.decisions button[data-action="{choice}"]')
@@ -439,6 +442,9 @@ def test_tournament_page_shows_the_standings_the_api_returns(page, api, bots, se
     for gid in games:
         assert page.locator(f'#rounds a[href="/games/{gid}"]').count() == 1
     screenshot(page, "tournament")
+    page.set_viewport_size(PHONE)
+    screenshot(page, "tournament-phone")
+    page.set_viewport_size(DESKTOP)
 
     # The lobby lists it, and the leaderboard.
     page.goto("/")

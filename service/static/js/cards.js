@@ -72,7 +72,7 @@ export function backEl(extra = "") {
 // A group of face-down cards with their count, read out once ("5 cards, face down").
 export function hiddenHand(count) {
   const wrap = document.createElement("div");
-  wrap.className = "card-row hidden-hand";
+  wrap.className = `card-row hidden-hand${count > 6 ? " many" : ""}`;
   wrap.setAttribute("role", "img");
   wrap.setAttribute("aria-label", `${count} ${count === 1 ? "card" : "cards"}, face down`);
   wrap.dataset.count = String(count);

@@ -326,18 +326,19 @@ function scheduleRender() {
 const toasts = [];
 let toastBusy = false;
 function toast(text, team) {
-  toasts.push({ text, team });
+  toasts.push({ text, team, at: performance.now() });
   while (toasts.length > 2) toasts.shift(); // keep up with a fast table
   if (!toastBusy) nextToast();
 }
 function nextToast() {
-  const t = toasts.shift();
+  let t = toasts.shift();
+  while (t && performance.now() - t.at > 2500) t = toasts.shift(); // stale: skip
   const box = $("toast");
   if (!t) { toastBusy = false; box.classList.remove("show"); return; }
   toastBusy = true;
   box.textContent = t.text;
   box.className = `toast show team-${t.team ?? "none"}`;
-  setTimeout(nextToast, toasts.length ? 700 : 1400);
+  setTimeout(nextToast, toasts.length ? 700 : 1300);
 }
 
 // --- live: watch and play ------------------------------------------------------------------
