@@ -54,7 +54,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from .embedded_redis import EmbeddedRedis, die_with_parent, free_port
+from .embedded_redis import EmbeddedRedis, EmbeddedRedisError, die_with_parent, free_port
 from .serve import _STOP_WAIT, gunicorn_command
 
 READY_TIMEOUT = 60.0
@@ -347,19 +347,28 @@ class Display:
         self.live.update(Group(self.progress, games, bots))
 
 
-def standings_table(standings: Any, entrants: list[Entrant]) -> Any:
+def standings_table(standings: Any, entrants: list[Entrant], width: int = 120) -> Any:
+    """The final table; on a narrow terminal (80 columns) with one space between columns."""
     from rich import box
     from rich.table import Table
 
     strategies = {e.bot_id: e.strategy for e in entrants}
-    table = Table(title="Standings", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(
+        title="Standings", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+        padding=(0, 0) if width < 90 else (0, 1), collapse_padding=True,
+        caption="score: match points (1 a pairing won, ½ drawn, 1 a bye) · hands: hands won · "
+        "for/agst: game points for and against · t/o: timeouts · rating: OpenSkill μ ± σ · "
+        "ordinal: μ − 3σ, the conservative estimate",
+    )
     for header, justify in [
         ("#", "right"), ("entrant", "left"), ("score", "right"), ("games", "right"),
-        ("wins", "right"), ("win %", "right"), ("hands", "right"), ("pts for", "right"),
-        ("pts agst", "right"), ("timeouts", "right"), ("rating μ ± σ", "right"),
+        ("won", "right"), ("win%", "right"), ("hands", "right"), ("for", "right"),
+        ("agst", "right"), ("t/o", "right"), ("rating", "right"),
         ("ordinal", "right"),
     ]:
-        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        # only the names may wrap, so a tight fit never cuts a number short
+        table.add_column(header, justify=justify,  # type: ignore[arg-type]
+                         no_wrap=header != "entrant")
     for row in standings.items:
         name = row.bot_name
         if strategies.get(row.bot_id, name) != name:
@@ -491,7 +500,7 @@ def run(args: argparse.Namespace, variants: dict[str, Any]) -> int:
     except KeyboardInterrupt:
         _say("interrupted; stopping")
         return 130
-    except TournamentCliError as exc:
+    except (TournamentCliError, EmbeddedRedisError) as exc:
         _say(str(exc))
         return 1
     finally:
@@ -581,7 +590,7 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
             standings = viewer.standings(tour.id)
         except ArenaError as exc:
             raise TournamentCliError(f"reading the standings failed: {exc}") from exc
-        console.print(standings_table(standings, entrants))
+        console.print(standings_table(standings, entrants, console.width))
         doc = results_document(tour, standings, entrants, server, started, finished)
         out = Path(args.json_out or f"tournament-{tour.id}.json")
         out.parent.mkdir(parents=True, exist_ok=True)
