@@ -477,6 +477,8 @@ def run(args: argparse.Namespace, variants: dict[str, Any]) -> int:
     stop = threading.Event()
     try:
         fmt = FORMATS[args.format]
+        if args.rounds is not None and fmt != "swiss":
+            raise TournamentCliError("--rounds is for --format swiss")
         pairs = parse_bots(args.bots)
         strategies = {name: build_strategy(spec, args.move_time) for name, spec in pairs}
         if args.duplicate and args.games % 2:
@@ -547,8 +549,6 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
             if args.move_limit is not None:
                 settings["move_limit"] = args.move_limit
             if args.rounds is not None:
-                if fmt != "swiss":
-                    raise TournamentCliError("--rounds is for --format swiss")
                 settings["rounds"] = args.rounds
             if args.seed is not None:
                 settings["seed"] = args.seed
