@@ -70,6 +70,11 @@ def test_gunicorn_workers_enforce_deadlines_and_run_tournaments(service):
     while call(f"{service}/tournaments/{t['id']}")["status"] != "finished":
         assert time.monotonic() < end, "the tournament did not finish on timeouts"
         time.sleep(0.25)
+    # The standalone game has no end in sight: its seats time out one decision after
+    # another. The tournament (target 1) may finish first, so wait for three of them.
+    while len(call(f"{service}/games/{g['id']}/record")["timeouts"]) < 3:
+        assert time.monotonic() < end, "the standalone game's seats did not time out"
+        time.sleep(0.25)
     record = call(f"{service}/games/{g['id']}/record")
     plies = [x["ply"] for x in record["timeouts"]]
     assert len(plies) >= 3
