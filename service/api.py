@@ -335,8 +335,16 @@ def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response
     summary="Act: stand, beg, give one, run the pack, or play a card",
     description="The seat in turn acts; the answer is its new view. Send `Idempotency-Key` "
     "to retry safely, and `version` (or `If-Match`) to refuse the action if the game "
-    "has moved on. Errors name the rule (R1–R23) and never a hidden card.",
+    "has moved on. Errors name the rule (R1–R23) and never a hidden card.\n\n"
+    "With `?wait=N` the same request also waits for your next turn: the service applies "
+    "the action, then answers when it is your turn again, the game is over, or N seconds "
+    "have passed — one request per move instead of an action and a long-poll. The answer "
+    "is always a view of the same shape (`your_turn` says whether it is your move; a "
+    "timed-out answer shows the game as it is then). A retry with the same "
+    "`Idempotency-Key` applies nothing and answers at once with the view right after the "
+    "action (the first answer's starting point); wait for the turn after it as usual.",
     tags=("games",),
+    query=s.ActQuery,
     body=s.ActionIn,
     response=s.View,
     auth="required",
@@ -346,13 +354,13 @@ def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response
     example={"action": "AS", "version": 12},
     path_params={"game_id": GAME_ID},
 )
-def act(game_id: str, bot_id: str, body: dict[str, Any]) -> Response:
+def act(game_id: str, bot_id: str, query: dict[str, Any], body: dict[str, Any]) -> Response:
     idem = request.headers.get("Idempotency-Key")
     if idem is not None and not (0 < len(idem) <= 100):
         raise Problem("validation", "Idempotency-Key must be 1 to 100 characters",
                       errors={"Idempotency-Key": ["must be 1 to 100 characters"]})
     if_match = _if_match(request.headers.get("If-Match"))
-    text = arena().act(game_id, bot_id, body, if_match, idem)
+    text = arena().act(game_id, bot_id, body, if_match, idem, query["wait"])
     version = json.loads(text)["version"]
     return view_response(text, version)
 

@@ -34,6 +34,7 @@ from .engine.record import record_from_events
 from .problems import Problem
 from .schemas import View
 from .store import Game, Store
+from .wakeups import Wakeups, game_message, glob_escape
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,9 @@ class Arena:
     def __init__(self, store: Store, keepalive_s: float = KEEPALIVE_S) -> None:
         self.store = store
         self.keepalive_s = keepalive_s
+        # One pub/sub listener per process for every long-poll, stream and waiting action.
+        prefix = glob_escape(store.p)
+        self.wakeups = Wakeups(store.r, [f"{prefix}game:*:changed", f"{prefix}bot:*:turn"])
         # Called with a game that an action (or a timeout) just finished, if it belongs to
         # a tournament. Best effort: a failure is logged and the sweeper's periodic
         # re-check of open tournaments repairs it.
@@ -285,6 +289,29 @@ class Arena:
         body: dict[str, Any],
         if_match: int | None,
         idem: str | None,
+        wait: float = 0.0,
+    ) -> str:
+        """Apply one action for ``bot_id``; returns the new view as JSON text.
+
+        ``wait`` > 0: then answer when it is this bot's turn again, the game is over, or
+        ``wait`` seconds have passed (see ``_after_action``). The waiter is registered
+        before the action is committed, so no later change can slip by unheard.
+        """
+        if wait <= 0:
+            return self._act(game_id, bot_id, body, if_match, idem)
+        with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
+            return self._act(game_id, bot_id, body, if_match, idem,
+                             waiter, time.monotonic() + wait)
+
+    def _act(
+        self,
+        game_id: str,
+        bot_id: str,
+        body: dict[str, Any],
+        if_match: int | None,
+        idem: str | None,
+        waiter: Any = None,
+        wait_until: float = 0.0,
     ) -> str:
         """Apply one action for ``bot_id``; returns the new view as JSON text.
 
@@ -333,9 +360,14 @@ class Arena:
                 old_turn_bot=turn_bot(state, game.seats, game.status),
                 new_turn_bot=turn_bot(new_state, game.seats, status),
                 deadline=deadline,
+                turn_seat=new_state.turn if status == ACTIVE else None,
             )
             if code == 1:
                 self._finished(game, status)
+                if waiter is not None:
+                    return self._after_action(waiter, wait_until, game, new_state, seat,
+                                              int(value), status, deadline, bot_id,
+                                              body.get("seat"))
                 return dumps(self.render(game, new_state, seat, int(value), status, deadline))
             if code == 2:  # a retry with this key won the race: answer as it was answered
                 return self._replay_answer(self.get(game_id), value.decode(), body_hash)
@@ -406,6 +438,7 @@ class Arena:
             old_turn_bot=turn_bot(state, game.seats, game.status),
             new_turn_bot=turn_bot(new_state, game.seats, status),
             deadline=deadline_for(meta, new_state, status, now),
+            turn_seat=new_state.turn if status == ACTIVE else None,
         )
         if code != 1:
             return False
@@ -421,37 +454,108 @@ class Arena:
     ) -> dict[str, Any]:
         """Answer when it is the viewer's turn, the game passed ``after``, or it is over.
 
-        Subscribes before re-reading, so a change between the first read and the
-        subscription still wakes us; then blocks on the channel (no polling).
+        Registers with the process's listener (``service.wakeups``) before reading, so a
+        change after the read still wakes us; then blocks on it (no polling). A change
+        that gives the turn to another seat is skipped without a read.
         """
-        game = self.get(game_id)
-        viewer = self.viewer_seat(game, bot_id, seat)
-        if after is None and viewer is None:
-            after = game.version
+        if timeout <= 0:
+            game = self.get(game_id)
+            viewer = self.viewer_seat(game, bot_id, seat)
+            if after is None and viewer is None:
+                after = game.version
+            ready = self._ready_check(bot_id, seat, viewer is not None, after)
+            return {"timed_out": not ready(game), "view": self.view(game, bot_id, seat)}
+        deadline = time.monotonic() + timeout
+        with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
+            game = self.get(game_id)
+            viewer = self.viewer_seat(game, bot_id, seat)
+            if after is None and viewer is None:
+                after = game.version
+            ready = self._ready_check(bot_id, seat, viewer is not None, after)
+            timed_out = False
+            if not ready(game):
+                newer, timed_out = self._await(waiter, deadline, game_id, game.version,
+                                               self._held(game, bot_id, seat), after,
+                                               ready, bot_id, seat)
+                game = newer or game
+            return {"timed_out": timed_out, "view": self.view(game, bot_id, seat)}
 
+    def _ready_check(self, bot_id: str | None, seat: int | None, seated: bool,
+                     after: int | None) -> Callable[[Game], bool]:
         def ready(g: Game) -> bool:
             if g.status == FINISHED or (after is not None and g.version > after):
                 return True
-            if viewer is None or g.status != ACTIVE:
+            if not seated or g.status != ACTIVE:
                 return False
             return g.state.turn in self._held(g, bot_id, seat)
 
-        deadline = time.monotonic() + timeout
-        if ready(game) or timeout <= 0:
-            return {"timed_out": not ready(game), "view": self.view(game, bot_id, seat)}
-        pubsub = self.store.r.pubsub(ignore_subscribe_messages=True)
-        try:
-            pubsub.subscribe(self.store.game_channel(game_id))
-            game = self.get(game_id)
-            while not ready(game):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return {"timed_out": True, "view": self.view(game, bot_id, seat)}
-                if pubsub.get_message(timeout=left) is not None:
-                    game = self.get(game_id)
-            return {"timed_out": False, "view": self.view(game, bot_id, seat)}
-        finally:
-            pubsub.close()
+        return ready
+
+    def _await(
+        self, waiter: Any, deadline: float, game_id: str, version: int, held: list[int],
+        after: int | None, ready: Callable[[Game], bool], bot_id: str | None,
+        seat: int | None,
+    ) -> tuple[Game | None, bool]:
+        """Block on ``waiter`` until a game read after a wake-up is ``ready``.
+
+        ``version`` and ``held`` describe the game as last read. A message is worth a
+        read when it may make the game ready: newer than ``after``, the turn of a seat in
+        ``held``, or saying no seat (over, waiting, or an unknown writer). Returns (the
+        game last read here, or None if none was; whether time ran out). When time runs
+        out after skipped messages the game is read once more, so the answer is current.
+        """
+        skipped = False
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if not skipped:
+                    return None, True
+                g = self.get(game_id)
+                return g, not ready(g)
+            messages = waiter.wait(left)
+            if not messages:
+                continue
+            if not self._worth_reading(messages, version, held, after):
+                skipped = True
+                continue
+            g = self.get(game_id)
+            skipped = False
+            if ready(g):
+                return g, False
+            version, held = g.version, self._held(g, bot_id, seat)
+
+    @staticmethod
+    def _worth_reading(messages: list[Any], version: int, held: list[int],
+                       after: int | None) -> bool:
+        for m in messages:
+            parsed = game_message(m)
+            if parsed is None:
+                return True
+            v, turn = parsed
+            if v <= version:
+                continue  # already seen
+            if turn is None or turn in held or (after is not None and v > after):
+                return True
+        return False
+
+    def _after_action(
+        self, waiter: Any, wait_until: float, game: Game, state: State, seat: int,
+        version: int, status: str, deadline: float | None, bot_id: str,
+        body_seat: int | None,
+    ) -> str:
+        """The answer of an action sent with ``wait``: at once if the game is over or it is
+        still this bot's turn, else when its turn comes again (read once, when the
+        listener says it is), the game ends, or the time is up — then the view as it is
+        (the view right after the action, if nothing happened since)."""
+        held = self._held(game, bot_id, body_seat)
+        if status != ACTIVE or state.turn in held:
+            return dumps(self.render(game, state, seat, version, status, deadline))
+        ready = self._ready_check(bot_id, body_seat, True, None)
+        newer, _ = self._await(waiter, wait_until, game.id, version, held, None, ready,
+                               bot_id, body_seat)
+        if newer is None:
+            return dumps(self.render(game, state, seat, version, status, deadline))
+        return dumps(self.view(newer, bot_id, body_seat))
 
     @staticmethod
     def _held(game: Game, bot_id: str | None, seat: int | None) -> list[int]:
@@ -461,23 +565,19 @@ class Arena:
 
     def wait_bot_turns(self, bot_id: str, timeout: float) -> dict[str, Any]:
         """Games where it is ``bot_id``'s turn; waits (pub/sub) until there is one."""
-        games = self.store.bot_turns(bot_id)
-        if games or timeout <= 0:
+        if timeout <= 0:
+            games = self.store.bot_turns(bot_id)
             return {"timed_out": not games, "games": games}
         deadline = time.monotonic() + timeout
-        pubsub = self.store.r.pubsub(ignore_subscribe_messages=True)
-        try:
-            pubsub.subscribe(self.store.bot_turn_channel(bot_id))
+        with self.wakeups.waiter(self.store.bot_turn_channel(bot_id)) as waiter:
             games = self.store.bot_turns(bot_id)
             while not games:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return {"timed_out": True, "games": []}
-                if pubsub.get_message(timeout=left) is not None:
+                if waiter.wait(left):
                     games = self.store.bot_turns(bot_id)
             return {"timed_out": False, "games": games}
-        finally:
-            pubsub.close()
 
     # --- events and records ----------------------------------------------------------------
 
@@ -509,10 +609,10 @@ class Arena:
         after = parse_event_id(last_id) or (-1, -1)
         reveal = game.status == FINISHED
         store = self.store
-        pubsub = store.r.pubsub(ignore_subscribe_messages=True)
-        pubsub.subscribe(store.game_channel(game_id))
+        self.wakeups.start()  # Redis unreachable: 503 now, not a broken stream later
 
         def gen() -> Iterator[str]:
+            waiter = self.wakeups.waiter(store.game_channel(game_id)).__enter__()
             try:
                 g = store.get_game(game_id) or game
                 state: State | None = None
@@ -534,8 +634,7 @@ class Arena:
                         return
                     version = g.version
                     while True:
-                        msg = pubsub.get_message(timeout=self.keepalive_s)
-                        if msg is None:
+                        if not waiter.wait(self.keepalive_s):
                             current = store.get_version(game_id)
                             if current is not None and current != version:
                                 break
@@ -544,7 +643,7 @@ class Arena:
                         break
                     g = store.get_game(game_id) or g
             finally:
-                pubsub.close()
+                waiter.__exit__()
 
         return gen()
 

@@ -170,6 +170,20 @@ class TurnQuery(Strict):
     seat = fields.Int(validate=validate.Range(0, 3))
 
 
+class ActQuery(Strict):
+    wait = fields.Float(
+        validate=validate.Range(0, 30),
+        load_default=0.0,
+        metadata={
+            "description": "seconds (0..30): after applying the action, answer when it is "
+            "your turn again, the game is over, or this long has passed (0: at once). The "
+            "answer is your view then, as `GET /games/{game_id}` would give it; a retry "
+            "with the same Idempotency-Key answers at once with the view right after the "
+            "action",
+        },
+    )
+
+
 class BotTurnsQuery(Strict):
     timeout = fields.Float(validate=validate.Range(0, 30), load_default=25.0)
 

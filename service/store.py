@@ -22,8 +22,9 @@ Shared keys: ``{p}games:all`` and ``{p}games:{status}`` (sorted sets, score = cr
 sequence, for listing); ``{p}games:seq``; ``{p}bot:{id}`` (hash: name, created);
 ``{p}token:{sha256}`` → bot id; ``{p}bot:{id}:turns`` (set of games where it is that bot's
 turn); ``{p}idem:{bot}:{key}`` (retry memory, 24 h); ``{p}rl:{who}:{window}`` (rate
-counters). Channels: ``{p}game:{id}:changed`` and ``{p}bot:{id}:turn`` carry the new
-version whenever the game changes.
+counters). Channels: ``{p}game:{id}:changed`` carries ``{version}:{seat in turn}``
+(the seat empty when nobody is to act) and ``{p}bot:{id}:turn`` the new version whenever
+the game changes; each process hears them through one listener (``service.wakeups``).
 
 Every change to a game goes through ``COMMIT`` (a Lua script): it checks the version the
 caller read is still current, then writes, bumps the version, moves indexes, records the
@@ -49,7 +50,7 @@ IDEM_TTL_S = 24 * 3600
 # KEYS[4] bot-turns key prefix, KEYS[5] channel, KEYS[6] deadlines sorted set.
 # ARGV: expected version, state json ('' keep), meta json ('' keep), action char ('' none),
 # new status, idem value ('' none), idem ttl, old turn bot, new turn bot, game id,
-# new deadline ('' none).
+# new deadline ('' none), seat in turn after the change ('' none or not said).
 # Returns {1, new_version} | {0, current_version} | {2, stored idem value}.
 COMMIT = """
 local v = redis.call('HGET', KEYS[1], 'version')
@@ -89,7 +90,7 @@ if ARGV[9] ~= '' then
   redis.call('SADD', KEYS[4] .. ARGV[9] .. ':turns', ARGV[10])
   redis.call('PUBLISH', KEYS[4] .. ARGV[9] .. ':turn', nv)
 end
-redis.call('PUBLISH', KEYS[5], nv)
+redis.call('PUBLISH', KEYS[5], nv .. ':' .. (ARGV[12] or ''))
 return {1, nv}
 """
 
@@ -285,9 +286,12 @@ class Store:
         old_turn_bot: str | None = None,
         new_turn_bot: str | None = None,
         deadline: float | None = None,
+        turn_seat: int | None = None,
     ) -> tuple[int, Any]:
         """Compare-and-set on ``game.version``; see ``COMMIT`` for the result codes.
-        ``deadline``: when the next decision is due (None: no limit, or nobody to act)."""
+        ``deadline``: when the next decision is due (None: no limit, or nobody to act).
+        ``turn_seat``: the seat to act after the change, published with the version so
+        a waiter whose seat it is not can skip re-reading (None: waiters re-read)."""
         keys = [
             self.game_key(game.id),
             idem_key,
@@ -308,6 +312,7 @@ class Store:
             new_turn_bot or "",
             game.id,
             _score(deadline) if deadline is not None else "",
+            str(turn_seat) if turn_seat is not None else "",
         ]
         code, value = self._commit(keys=keys, args=args)
         return int(code), value

@@ -1,0 +1,233 @@
+"""One pub/sub listener per process, shared by every waiting request.
+
+A long-poll (``GET /games/{id}/turn``, ``GET /bots/me/turns``, ``POST .../actions?wait=``)
+or an event stream needs to hear when its game changes. Opening a Redis subscription per
+request costs a new TCP connection each time (redis-py's ``PubSub.close()`` disconnects),
+so instead each process keeps **one** subscription connection with pattern subscriptions
+for every game channel and every bot-turn channel of its key prefix, read by one listener
+thread (a greenlet under gunicorn's gevent worker, a real thread under the Flask test
+client or werkzeug). A request registers a ``Waiter`` for its channel (an in-process dict
+entry, no Redis call), re-reads what it waits for, and blocks on the waiter's
+``threading.Event``; the listener appends each message for that channel and sets the
+event. ``threading.Event`` is cooperative once gevent has monkey-patched ``threading``,
+and an ordinary event without it, so the same code serves both.
+
+Nothing is lost between a request's read and its wait: the subscription is live before
+any waiter is registered, and a waiter is registered before the read, so a change
+committed after the read is published after it too and reaches the waiter.
+
+If the connection breaks (Redis restarted), the listener wakes every waiter with a
+*reset* (``None``) — messages may have been missed — and stops; the next ``wait`` starts
+it again (or raises the Redis error, which the service answers with 503), and a waiter
+that sees the listener's generation change treats it as a reset as well, so it re-reads
+after the new subscription is live. With no waiters for ``idle_s`` seconds the listener
+closes its connection and ends; the next waiter starts it again.
+
+Game channels carry ``"{version}:{seat in turn}"`` (the seat empty when nobody is to act,
+or when the writer did not say), so a waiter whose seat is not in turn can skip the
+re-read (see ``game_message``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+import redis
+
+log = logging.getLogger(__name__)
+
+
+def glob_escape(text: str) -> str:
+    """``text`` matched literally inside a Redis glob pattern."""
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
+
+IDLE_S = 20.0  # the listener ends after this long with no waiters
+POLL_S = 1.0  # how often an idle listener looks at its waiters
+
+
+def game_message(data: bytes | str | None) -> tuple[int, int | None] | None:
+    """``b"12:3"`` → (12, 3); ``b"12:"`` or ``b"12"`` → (12, None); None for a reset or
+    anything unreadable (the waiter then re-reads, which is always safe)."""
+    if data is None:
+        return None
+    text = data.decode() if isinstance(data, bytes) else str(data)
+    version, _, seat = text.partition(":")
+    try:
+        return int(version), (int(seat) if seat else None)
+    except ValueError:
+        return None
+
+
+class Waiter:
+    """One waiting request's mailbox on one channel. Use as a context manager."""
+
+    def __init__(self, hub: Wakeups, channel: str) -> None:
+        self.hub = hub
+        self.channel = channel
+        self.event = threading.Event()
+        self.messages: list[bytes | None] = []
+        self.generation = -1
+
+    def __enter__(self) -> Waiter:
+        self.generation = self.hub._register(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.hub._unregister(self)
+
+    def wait(self, timeout: float) -> list[bytes | None]:
+        """The messages that arrived (``None`` in the list: re-check, something may have
+        been missed); an empty list when ``timeout`` passed with none."""
+        generation = self.hub._ensure()
+        if generation != self.generation:  # the listener restarted after this waiter's read
+            self.generation = generation
+            return [None]
+        if not self.messages:
+            self.event.wait(max(0.0, timeout))
+        self.event.clear()
+        taken, self.messages = self.messages, []
+        return taken
+
+    def _deliver(self, data: bytes | None) -> None:
+        self.messages.append(data)
+        self.event.set()
+
+
+class Wakeups:
+    """The per-process listener over ``patterns`` (glob patterns of channel names)."""
+
+    def __init__(self, client: redis.Redis, patterns: list[str], idle_s: float = IDLE_S) -> None:
+        self.client = client
+        self.patterns = patterns
+        self.idle_s = idle_s
+        self._reset_process()
+
+    def _reset_process(self) -> None:
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._waiters: dict[str, set[Waiter]] = {}
+        self._count = 0
+        self._pubsub: Any = None
+        self._running = False
+        self._generation = 0
+        self._last_used = time.monotonic()
+
+    def waiter(self, channel: str) -> Waiter:
+        return Waiter(self, channel)
+
+    def start(self) -> None:
+        """Make sure the listener runs (raises the Redis error if Redis is unreachable)."""
+        self._ensure()
+
+    # --- waiters ---------------------------------------------------------------------------
+
+    def _register(self, w: Waiter) -> int:
+        generation = self._ensure()
+        with self._lock:
+            self._waiters.setdefault(w.channel, set()).add(w)
+            self._count += 1
+        return generation
+
+    def _unregister(self, w: Waiter) -> None:
+        with self._lock:
+            group = self._waiters.get(w.channel)
+            if group is not None and w in group:
+                group.discard(w)
+                self._count -= 1
+                if not group:
+                    del self._waiters[w.channel]
+            self._last_used = time.monotonic()
+
+    # --- the listener ------------------------------------------------------------------------
+
+    def _ensure(self) -> int:
+        """Start the listener if it is not running; its generation (bumped per start).
+        Raises the Redis error if Redis cannot be reached."""
+        if self._pid != os.getpid():  # forked after use: nothing of the parent's is ours
+            self._reset_process()
+        if self._running:
+            return self._generation
+        with self._lock:
+            if self._running:
+                return self._generation
+            pubsub = self.client.pubsub()
+            try:
+                pubsub.psubscribe(*self.patterns)
+                # read the confirmations, so the subscription is live when we return
+                confirmed = 0
+                deadline = time.monotonic() + 5.0
+                while confirmed < len(self.patterns):
+                    if time.monotonic() > deadline:
+                        raise redis.ConnectionError("no pub/sub confirmation")
+                    msg = pubsub.get_message(timeout=1.0)
+                    if msg is not None and msg.get("type") == "psubscribe":
+                        confirmed += 1
+            except BaseException:
+                pubsub.close()
+                raise
+            self._pubsub = pubsub
+            self._generation += 1
+            self._running = True
+            self._last_used = time.monotonic()
+            thread = threading.Thread(target=self._run, args=(pubsub, self._generation),
+                                      name="allfours-wakeups", daemon=True)
+            thread.start()
+            return self._generation
+
+    def _run(self, pubsub: Any, generation: int) -> None:
+        try:
+            while True:
+                msg = pubsub.get_message(timeout=POLL_S)
+                if msg is None:
+                    if self._idle_stop(generation):
+                        pubsub.close()
+                        return
+                    continue
+                if msg.get("type") != "pmessage":
+                    continue
+                channel = msg["channel"]
+                if isinstance(channel, bytes):
+                    channel = channel.decode()
+                group = self._waiters.get(channel)
+                if group:
+                    for w in list(group):
+                        w._deliver(msg["data"])
+        except Exception as exc:  # the connection broke: everyone re-checks
+            log.warning("wake-up listener lost its connection: %s", exc)
+            with self._lock:
+                if self._generation == generation:
+                    self._running = False
+                    self._pubsub = None
+                waiters = [w for group in self._waiters.values() for w in group]
+            for w in waiters:
+                w._deliver(None)
+            with contextlib.suppress(Exception):
+                pubsub.close()
+
+    def _idle_stop(self, generation: int) -> bool:
+        """True when this listener should end: replaced by a newer one, or idle."""
+        with self._lock:
+            if self._generation != generation:
+                return True
+            if self._count or time.monotonic() - self._last_used < self.idle_s:
+                return False
+            self._running = False
+            self._pubsub = None
+        return True
+
+    def close(self) -> None:
+        """Stop listening (tests); waiters still registered are woken with a reset."""
+        with self._lock:
+            pubsub, self._pubsub, self._running = self._pubsub, None, False
+            self._generation += 1
+            waiters = [w for group in self._waiters.values() for w in group]
+        for w in waiters:
+            w._deliver(None)
+        if pubsub is not None:
+            with contextlib.suppress(Exception):
+                pubsub.close()
