@@ -7,6 +7,7 @@ objects are the Redis connection pool and the generated OpenAPI text.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -18,7 +19,7 @@ from . import api, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import Problem, register_error_handlers
-from .store import Store, token_hash
+from .store import PendingHit, Store, pending_hit, token_hash
 from .tournaments import Tournaments
 
 DEFAULTS: dict[str, Any] = {
@@ -32,6 +33,9 @@ DEFAULTS: dict[str, Any] = {
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs")
+# Views whose first Redis call reads a game: their rate-limit hit rides along with that
+# read (one round trip, ``Store.get_game_and_idem``) instead of a round trip of its own.
+_FUSED = frozenset({"api.act", "api.turn", "api.get_game"})
 
 
 def config_from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
@@ -78,15 +82,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         )
     )
 
-    @app.before_request
-    def _rate_limit() -> None:
-        limit = app.config["ARENA_RATE_LIMIT"]
-        if not limit or request.path.startswith(_UNLIMITED):
-            return
-        auth = request.headers.get("Authorization", "")
-        who = "t" + token_hash(auth)[:24] if auth else "a" + (request.remote_addr or "-")
-        window = app.config["ARENA_RATE_WINDOW"]
-        count, ttl_ms = store.hit(who, window)
+    who_cache: dict[str, str] = {}
+
+    def check(count: int, ttl_ms: int) -> None:
+        limit, window = app.config["ARENA_RATE_LIMIT"], app.config["ARENA_RATE_WINDOW"]
         if count > limit:
             retry = max(1, -(-ttl_ms // 1000))
             raise Problem(
@@ -94,6 +93,36 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
                 f"more than {limit} requests in {window} s",
                 headers={"Retry-After": str(retry)},
             )
+
+    @app.before_request
+    def _rate_limit() -> None:
+        pending_hit.set(None)
+        limit, window = app.config["ARENA_RATE_LIMIT"], app.config["ARENA_RATE_WINDOW"]
+        if not limit or request.path.startswith(_UNLIMITED):
+            return
+        auth = request.headers.get("Authorization", "")
+        if auth:
+            who = who_cache.get(auth)
+            if who is None:
+                if len(who_cache) >= 10_000:
+                    who_cache.clear()
+                who = who_cache[auth] = "t" + token_hash(auth)[:24]
+        else:
+            who = "a" + (request.remote_addr or "-")
+        if request.endpoint in _FUSED:
+            pending_hit.set(PendingHit(who, window, check))
+            return
+        check(*store.hit(who, window))
+
+    @app.teardown_request
+    def _count_unread(_exc: BaseException | None) -> None:
+        """A fused hit no game read took (the request failed before reading): count it."""
+        hit = pending_hit.get()
+        if hit is not None:
+            pending_hit.set(None)
+            # Redis down: the request has been answered (503) already
+            with contextlib.suppress(Exception):
+                store.hit(hit.who, hit.window_s)
 
     @app.get("/openapi.yaml")
     def openapi_yaml() -> Response:

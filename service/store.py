@@ -37,6 +37,8 @@ import hashlib
 import json
 import secrets
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +113,39 @@ return {n, redis.call('PTTL', KEYS[1])}
 """
 
 
+# KEYS[1] rate counter ('' none), KEYS[2] game hash, KEYS[3] idempotency key ('' none).
+# ARGV[1] rate window seconds. One round trip for what a hot request reads first:
+# returns {count, ttl_ms, idem value or '', the hash's fields and values...}.
+READ = """
+local n, ttl = 0, 0
+if KEYS[1] ~= '' then
+  n = redis.call('INCR', KEYS[1])
+  if n == 1 then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 1000) end
+  ttl = redis.call('PTTL', KEYS[1])
+end
+local out = {n, ttl, ''}
+if KEYS[3] ~= '' then out[3] = redis.call('GET', KEYS[3]) or '' end
+local h = redis.call('HGETALL', KEYS[2])
+for i = 1, #h do out[#out + 1] = h[i] end
+return out
+"""
+
+
+@dataclass
+class PendingHit:
+    """A rate-limit hit the request has not counted yet: the app sets one (``pending_hit``)
+    for requests that read a game first, and the first game read counts it in the same
+    round trip (``READ``), then calls ``check(count, ttl_ms)``, which may raise."""
+
+    who: str
+    window_s: int
+    check: Callable[[int, int], None]
+
+
+pending_hit: ContextVar[PendingHit | None] = ContextVar("pending_hit", default=None)
+TOKEN_CACHE_MAX = 10_000
+
+
 def token_hash(token: str) -> str:
     """Tokens are stored only as this hash: a leaked database holds no usable token."""
     return hashlib.sha256(token.encode()).hexdigest()
@@ -158,6 +193,10 @@ class Store:
         self._commit = client.register_script(COMMIT)
         self._rate = client.register_script(RATE)
         self._claim = client.register_script(CLAIM)
+        self._read = client.register_script(READ)
+        # token -> bot id. Safe across processes: a token's bot never changes (and no
+        # token is ever revoked), so a cached answer cannot go stale.
+        self._tokens: dict[str, str] = {}
 
     # --- keys --------------------------------------------------------------------------
 
@@ -203,8 +242,16 @@ class Store:
         return {b: (n.decode() if n else "") for b, n in zip(ids, pipe.execute())}
 
     def bot_for_token(self, token: str) -> str | None:
+        bot_id = self._tokens.get(token)
+        if bot_id is not None:
+            return bot_id
         raw = self.r.get(f"{self.p}token:{token_hash(token)}")
-        return raw.decode() if raw else None
+        if not raw:
+            return None
+        if len(self._tokens) >= TOKEN_CACHE_MAX:
+            self._tokens.clear()
+        bot_id = self._tokens[token] = raw.decode()
+        return bot_id
 
     def bot_turns(self, bot_id: str) -> list[str]:
         return sorted(m.decode() for m in self.r.smembers(f"{self.p}bot:{bot_id}:turns"))
@@ -245,16 +292,25 @@ class Store:
         return Game(game_id, 1, status, meta, state_json, "", deadline)
 
     def get_game(self, game_id: str) -> Game | None:
+        if pending_hit.get() is not None:
+            return self.get_game_and_idem(game_id, "")[0]
         return self._game(game_id, self.r.hgetall(self.game_key(game_id)))
 
     def get_game_and_idem(self, game_id: str, idem_key: str) -> tuple[Game | None, str | None]:
-        """The game and an idempotency record read at one instant (MULTI): both from
-        before a concurrent action, or both from after it."""
-        pipe = self.r.pipeline(transaction=True)
-        pipe.hgetall(self.game_key(game_id))
-        pipe.get(idem_key)
-        raw, seen = pipe.execute()
-        return self._game(game_id, raw), (seen.decode() if seen else None)
+        """The game and an idempotency record read at one instant (one Lua script): both
+        from before a concurrent action, or both from after it. A pending rate-limit hit
+        is counted (and checked) in the same round trip."""
+        hit = pending_hit.get()
+        rate_key, window = "", 0
+        if hit is not None:
+            pending_hit.set(None)
+            window = hit.window_s
+            rate_key = f"{self.p}rl:{hit.who}:{int(time.time()) // window}"
+        out = self._read(keys=[rate_key, self.game_key(game_id), idem_key], args=[window])
+        if hit is not None:
+            hit.check(int(out[0]), int(out[1]))
+        raw = dict(zip(out[3::2], out[4::2]))
+        return self._game(game_id, raw), (out[2].decode() if out[2] else None)
 
     def _game(self, game_id: str, raw: dict[bytes, bytes]) -> Game | None:
         if not raw:

@@ -1,0 +1,154 @@
+"""The fast paths: the rate limit counted with the game read, the token cache, the
+shared pub/sub listener, and actions that wait for the next turn (``?wait=``)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+
+from service.app import create_app
+from tests.conftest import REDIS_URL
+from tests.service.conftest import Api
+
+
+def test_rate_limit_counted_with_the_game_read(key_prefix):
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 3, "ARENA_RATE_WINDOW": 60})
+    api = Api(app.test_client())
+    _bot, token = api.bot()  # counted for the address, not the token
+    game = api.game(token, 2)  # 1
+    assert api.view(game["id"], token).status_code == 200  # 2: fused with the read
+    assert api.c.get(f"/games/{game['id']}/turn", query_string={"timeout": 0},
+                     headers=api.auth(token)).status_code == 200  # 3
+    r = api.view(game["id"], token)
+    assert r.status_code == 429 and r.json["type"].endswith("/rate-limited")
+    assert 1 <= int(r.headers["Retry-After"]) <= 60
+    # a fused request that fails before reading a game is still counted
+    r = api.c.post(f"/games/{game['id']}/actions", json={"action": "nope"},
+                   headers=api.auth(token))
+    assert r.status_code == 422
+    r = app.extensions["arena"].store.r
+    assert max(int(r.get(k)) for k in r.keys(f"{key_prefix}rl:t*")) == 5
+
+
+def mid_trick(api, game_id, tokens, rng):
+    """Play on to a 4-player trick with one card on it, where the seat in turn's card
+    passes the turn to the next seat; (that seat, its view)."""
+    while True:
+        s = api.view(game_id).json
+        w = api.view(game_id, tokens[s["turn"]]).json
+        if s["phase"] == "play" and len(s["trick"]["cards"]) == 1:
+            return s["turn"], w
+        api.act(game_id, tokens[s["turn"]], rng.choice(w["legal_actions"]))
+
+
+def test_act_wait_answers_on_the_next_turn(api):
+    game_id, tokens = api.table(4, seed=11)
+    rng = random.Random(3)
+    first, v = mid_trick(api, game_id, tokens, rng)
+    answers: dict[str, object] = {}
+
+    def act_and_wait():
+        r = api.c.post(f"/games/{game_id}/actions", query_string={"wait": 10},
+                       json={"action": rng.choice(v["legal_actions"]), "version": v["version"]},
+                       headers=api.auth(tokens[first]))
+        answers["view"] = r.json
+        answers["at"] = time.monotonic()
+
+    th = threading.Thread(target=act_and_wait)
+    th.start()
+    # the others play until it is `first`'s turn again
+    moved_at = None
+    for _ in range(20):
+        time.sleep(0.05)
+        s = api.view(game_id).json
+        if s["status"] == "finished" or s["turn"] == first:
+            break
+        w = api.view(game_id, tokens[s["turn"]]).json
+        assert "view" not in answers
+        r = api.act(game_id, tokens[s["turn"]], rng.choice(w["legal_actions"]),
+                    version=w["version"])
+        assert r.status_code == 200
+        moved_at = time.monotonic()
+    th.join(10)
+    view = answers["view"]
+    assert view["seat"] == first and view["your_turn"] is True
+    assert view["version"] == api.view(game_id).json["version"]
+    assert moved_at is not None and answers["at"] >= moved_at
+
+
+def test_act_wait_times_out_with_the_view_after_the_action(api):
+    game_id, tokens = api.table(4, seed=5)
+    seat, v = mid_trick(api, game_id, tokens, random.Random(2))
+    s = {"turn": seat}
+    key = uuid.uuid4().hex
+    t0 = time.monotonic()
+    r = api.c.post(f"/games/{game_id}/actions", query_string={"wait": 0.3},
+                   json={"action": v["legal_actions"][0], "version": v["version"]},
+                   headers={**api.auth(tokens[s["turn"]]), "Idempotency-Key": key})
+    assert r.status_code == 200 and time.monotonic() - t0 >= 0.25
+    after = r.json
+    assert after["version"] == v["version"] + 1 and after["your_turn"] is False
+    # the retry applies nothing and answers at once with the view right after the action
+    t0 = time.monotonic()
+    again = api.c.post(f"/games/{game_id}/actions", query_string={"wait": 5},
+                       json={"action": v["legal_actions"][0], "version": v["version"]},
+                       headers={**api.auth(tokens[s["turn"]]), "Idempotency-Key": key})
+    assert again.status_code == 200 and time.monotonic() - t0 < 2
+    assert again.json == {**after, "time_left": again.json["time_left"]}
+    assert api.view(game_id).json["version"] == v["version"] + 1
+
+
+def test_act_wait_answers_at_once_when_the_game_ends_or_stays_yours(api):
+    game_id, tokens = api.table(2, seed=8)
+    rng = random.Random(1)
+    while True:
+        s = api.view(game_id).json
+        if s["status"] == "finished":
+            break
+        w = api.view(game_id, tokens[s["turn"]]).json
+        r = api.c.post(f"/games/{game_id}/actions", query_string={"wait": 0.05},
+                       json={"action": rng.choice(w["legal_actions"]), "version": w["version"]},
+                       headers=api.auth(tokens[s["turn"]]))
+        assert r.status_code == 200
+        if r.json["status"] == "finished":
+            assert r.json["version"] == w["version"] + 1
+            break
+
+
+def test_act_wait_is_validated(api):
+    game_id, tokens = api.table(2, seed=2)
+    r = api.c.post(f"/games/{game_id}/actions", query_string={"wait": 31},
+                   json={"action": "stand"}, headers=api.auth(tokens[0]))
+    assert r.status_code == 422 and "wait" in r.json["errors"]
+
+
+def test_one_listener_serves_many_waiters(app, api):
+    game_id, tokens = api.table(4, seed=4)
+    arena = app.extensions["arena"]
+    seat, w = mid_trick(api, game_id, tokens, random.Random(4))
+    s = {"turn": seat}
+    got = []
+
+    def wait(token):
+        c = app.test_client()
+        got.append(c.get(f"/games/{game_id}/turn", query_string={"timeout": 5},
+                         headers=api.auth(token)).json)
+
+    others = [t for i, t in enumerate(tokens) if i != s["turn"]]
+    threads = [threading.Thread(target=wait, args=(t,)) for t in others]
+    for th in threads:
+        th.start()
+    time.sleep(0.3)
+    r = arena.store.r
+    subscribers = r.pubsub_numpat()
+    assert subscribers >= 1
+    assert api.act(game_id, tokens[s["turn"]], w["legal_actions"][0]).status_code == 200
+    time.sleep(0.3)
+    assert r.pubsub_numpat() == subscribers  # no subscription per request
+    # the seat now in turn was answered; the others still wait, then time out
+    for th in threads:
+        th.join(10)
+    assert sum(1 for a in got if not a["timed_out"]) == 1
