@@ -143,7 +143,7 @@ def test_lobby_lists_a_live_game_and_its_table_follows_the_event_stream(page, ap
 
 
 def test_no_hidden_card_reaches_a_spectator_page_while_the_game_is_live(page, api, bots):
-    game_id, tokens = table(api, 4, ["Ana", "Ben", "Cy", "Di"])
+    game_id, tokens = table(api, 4, ["Ana", "Ben", "Cy", "Di"], move_limit=120)
     requests_seen: list[Any] = []
     responses: list[Any] = []
     sse: list[str] = []
@@ -175,6 +175,12 @@ def test_no_hidden_card_reaches_a_spectator_page_while_the_game_is_live(page, ap
     assert spectator["status"] == "active"
     want = sorted(c["card"] for c in spectator["trick"]["cards"])
     wait_until(lambda: sorted(dom_trick(page)) == want, 10, "the page to catch up")
+
+    # Whose turn, and the time left on the move clock (the view's time_left).
+    turn = page.locator("#turn-info")
+    assert turn.get_attribute("data-turn") == str(spectator["turn"])
+    left = re.search(r"(\d+) s left", turn.inner_text())
+    assert left and 0 < int(left.group(1)) <= 120, turn.inner_text()
 
     hidden = {c for t in tokens for c in api.get(f"/games/{game_id}", t)["hand"]}
     rec = api.get(f"/games/{game_id}/record")  # the spectator's: public facts only
@@ -352,6 +358,7 @@ def test_a_person_plays_a_whole_game_against_the_random_bot(page, api, bots):
             break
         view = api.get(f"/games/{game_id}", human_token)
         if not view["your_turn"]:
+            time.sleep(0.05)
             continue
         version = str(view["version"])
         wait_until(lambda v=version: page.get_attribute("body", "data-version") == v,

@@ -402,6 +402,10 @@ function onEvents(events, live) {
   if (over) {
     ctx.status = "finished";
     announce(logText(model.log[model.log.length - 1]));
+    if (live) {  // the result replaces whatever was still queued
+      toasts.length = 0;
+      toast(`${TEAM_NAMES[model.winner]} wins ${model.scores[0]}–${model.scores[1]}`, model.winner);
+    }
   }
   // The view carries what events do not: legal actions, the move clock, final hands.
   if (MODE === "play" || over || (ctx.view && ctx.view.move_limit) || ctx.status === "waiting") refreshView();
