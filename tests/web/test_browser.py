@@ -450,6 +450,7 @@ def test_tournament_page_shows_the_standings_the_api_returns(page, api, bots, se
         assert page.locator(f'#rounds a[href="/games/{gid}"]').count() == 1
     screenshot(page, "tournament")
     page.set_viewport_size(PHONE)
+    time.sleep(0.4)  # the chart is redrawn for the new width
     screenshot(page, "tournament-phone")
     page.set_viewport_size(DESKTOP)
 

@@ -18,7 +18,8 @@ function svg(tag, attrs = {}, text = null) {
 
 function standingsTable(st, names) {
   const cols = ["#", "Bot", "Score", "Played", "Won", "Lost", "Hands won", "Points ±", "Timeouts", "Rating (μ ± σ)", "Ordinal"];
-  const head = el("tr", {}, cols.map((c, i) => el("th", { scope: "col", class: i >= 2 ? "num" : "", text: c })));
+  const optional = new Set([6, 7, 8, 10]); // hidden on phones
+  const head = el("tr", {}, cols.map((c, i) => el("th", { scope: "col", class: `${i >= 2 ? "num" : ""}${optional.has(i) ? " opt" : ""}`, text: c })));
   const rows = st.items.map((r) => el("tr", { dataset: { botId: r.bot_id, rank: String(r.rank) } },
     el("td", { text: String(r.rank) }),
     el("td", { class: "bot", text: r.bot_name || names[r.bot_id] || r.bot_id }),
@@ -26,12 +27,12 @@ function standingsTable(st, names) {
     el("td", { class: "num", dataset: { col: "played" }, text: String(r.played) }),
     el("td", { class: "num", dataset: { col: "won" }, text: String(r.won) }),
     el("td", { class: "num", dataset: { col: "lost" }, text: String(r.lost) }),
-    el("td", { class: "num", dataset: { col: "hands_won" }, text: String(r.hands_won) }),
-    el("td", { class: "num", text: `${r.points_for}–${r.points_against}` }),
-    el("td", { class: "num", dataset: { col: "timeouts" }, text: String(r.timeouts) }),
+    el("td", { class: "num opt", dataset: { col: "hands_won" }, text: String(r.hands_won) }),
+    el("td", { class: "num opt", text: `${r.points_for}–${r.points_against}` }),
+    el("td", { class: "num opt", dataset: { col: "timeouts" }, text: String(r.timeouts) }),
     el("td", { class: "num", dataset: { col: "rating" } },
       `${r.rating.mu.toFixed(2)} `, el("span", { class: "pm", text: `± ${r.rating.sigma.toFixed(2)}` })),
-    el("td", { class: "num", dataset: { col: "ordinal" }, text: r.rating.ordinal.toFixed(2) })));
+    el("td", { class: "num opt", dataset: { col: "ordinal" }, text: r.rating.ordinal.toFixed(2) })));
   return el("table", { class: "standings" }, el("thead", {}, head), el("tbody", {}, rows));
 }
 
@@ -40,7 +41,8 @@ function chart(st, names) {
   const hist = st.history || [];
   if (!hist.length) return el("p", { class: "muted", text: "No round finished yet." });
   const bots = st.items.map((r) => r.bot_id);
-  const W = 720, H = 300, L = 44, R = 24, T = 12, B = 30;
+  const W = Math.round(Math.max(320, Math.min(720, $("chart").clientWidth || 720)));
+  const H = W < 500 ? 240 : 300, L = 44, R = 24, T = 12, B = 30;
   let lo = Infinity, hi = -Infinity;
   for (const h of hist) for (const p of h.ratings) { lo = Math.min(lo, p.mu - p.sigma); hi = Math.max(hi, p.mu + p.sigma); }
   if (hi - lo < 1) { hi += 0.5; lo -= 0.5; }
@@ -91,7 +93,7 @@ function roundsList(t, names) {
         ? el("a", { href: `/games/${g.game_id}`, text: g.status === "done" ? "result" : g.status === "live" ? "watch live" : "table" })
         : el("span", { class: "muted", text: "pending" });
       const cells = [
-        el("td", { text: String(g.pairing + 1) }),
+        el("td", { class: "opt", text: String(g.pairing + 1) }),
         el("td", {}, el("span", { class: "team-0-text", text: names[a] || a }), el("span", { class: "vs", text: " vs " }),
           el("span", { class: "team-1-text", text: names[b] || b })),
         el("td", { class: "num", text: g.scores ? `${g.scores[0]}–${g.scores[1]}` : "–" }),
@@ -105,7 +107,7 @@ function roundsList(t, names) {
     return el("section", { class: "round", dataset: { round: String(r.round) } },
       el("h3", { text: `Round ${r.round}` }), byes,
       el("div", { class: "table-wrap" }, el("table", {},
-        el("thead", {}, el("tr", {}, ["Pairing", "Teams", "Score", "Winner", "Status", "Game"].map((h) => el("th", { scope: "col", text: h })))),
+        el("thead", {}, el("tr", {}, ["Pairing", "Teams", "Score", "Winner", "Status", "Game"].map((h, i) => el("th", { scope: "col", class: i === 0 ? "opt" : "", text: h })))),
         el("tbody", {}, rows))));
   }));
 }
@@ -123,6 +125,7 @@ async function refresh() {
     $("t-info").textContent = `${s.format.replace("_", " ")} · ${s.players} players a table · ${t.entrants.length} bots · round ${p.rounds_done}/${p.rounds_planned} · ${p.games_done}/${p.games_planned} games (${p.games_live} live)${s.duplicate ? " · duplicate deals" : ""}`;
     $("standings").replaceChildren(standingsTable(st, names));
     $("chart").replaceChildren(chart(st, names));
+    lastChart = [st, names];
     $("rounds").replaceChildren(roundsList(t, names));
     document.body.dataset.loaded = "true";
     document.body.dataset.status = t.status;
@@ -134,6 +137,14 @@ async function refresh() {
     return "error";
   }
 }
+
+// The chart is drawn for its width: draw it again when that changes (a phone turned).
+let lastChart = null;
+let resizeTimer = null;
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => { if (lastChart) $("chart").replaceChildren(chart(...lastChart)); }, 150);
+});
 
 async function loop() {
   const status = await refresh();
