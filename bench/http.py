@@ -11,15 +11,22 @@ What it does, in one run:
    ``ARENA_KEY_PREFIX``. The rate limiter stays on, as deployed (it costs one Redis
    round trip per request), with a limit too high to trip.
 2. Registers one bot per player and seats them at ``players / 4`` four-player tables.
-   Each player is a thread with one keep-alive connection; it waits for its turn with the
-   long-poll (``GET /games/{id}/turn``), then posts a random legal action from its view
-   with the view's version. When a table's game ends, its seat 0 creates the next one.
-   Measured: accepted actions per second over the whole phase, and each action POST's
-   latency (p50, p99).
+   Each player is a thread with one keep-alive connection. It posts a random legal action
+   from its view with the view's version as ``POST /games/{id}/actions?wait=N``, which
+   answers with its view when its turn comes again (one request per move, as a bot would
+   use the API); the long-poll (``GET /games/{id}/turn``) only starts a game or follows a
+   timed-out wait. ``--no-act-wait``: plain action POSTs and a long-poll for every turn
+   (two requests per move). When a table's game ends, its seat 0 creates the next one.
+   Measured: accepted actions per second over the whole phase, and each action's latency
+   (p50, p99): the POST's time, minus, with ``wait``, the time the service reports it
+   waited after the commit (``Server-Timing: wait;dur=``).
 3. ``wake_p99_ms``: for every long-poll that was already waiting when the previous
    seat's action was accepted, the time from the moment the actor received its 200 to
    the moment the waiting seat received its long-poll answer. Both timestamps are taken
-   by this process (one machine, one monotonic clock). A waiter can hear before the actor
+   by this process (one machine, one monotonic clock). With ``wait`` the actor's answer
+   comes only on its next turn, so the accept moment is the POST's send time plus the
+   service's own time to the commit (``Server-Timing: act;dur=``), and a waiting seat is
+   one whose ``?wait`` POST answered with its turn. A waiter can hear before the actor
    (the server publishes before it answers); those count as 0.
 4. ``floor_rps``: the same number of threads, each with its keep-alive connection,
    hammering ``GET /readyz``. It is the cheapest endpoint that does exactly one Redis
@@ -203,6 +210,12 @@ class Client:
         self.conn: http.client.HTTPConnection | None = None
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
+        status, data, _ = self.request_full(method, path, body)
+        return status, data
+
+    def request_full(
+        self, method: str, path: str, body: Any = None
+    ) -> tuple[int, bytes, http.client.HTTPMessage]:
         headers = dict(self.headers)
         data = None
         if body is not None:
@@ -214,7 +227,7 @@ class Client:
             try:
                 self.conn.request(method, path, data, headers)
                 resp = self.conn.getresponse()
-                return resp.status, resp.read()
+                return resp.status, resp.read(), resp.headers
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self.conn.close()
                 self.conn = None
@@ -284,7 +297,8 @@ class Table:
         self.game_id: str | None = None
 
 
-def player(port: int, table: Table, seat: int, shared: Shared, start: threading.Barrier) -> None:
+def player(port: int, table: Table, seat: int, shared: Shared, start: threading.Barrier,
+           act_wait: bool = True) -> None:
     bot = table.bots[seat]
     client = Client(port, bot["token"])
     rng = random.Random(f"{bot['id']}")
@@ -302,7 +316,7 @@ def player(port: int, table: Table, seat: int, shared: Shared, start: threading.
             table.barrier.wait(timeout=60)
             if table.game_id is None:
                 return
-            play_game(client, table.game_id, rng, shared)
+            play_game(client, table.game_id, rng, shared, act_wait)
             table.barrier.wait(timeout=60)
     except threading.BrokenBarrierError:
         return
@@ -311,48 +325,83 @@ def player(port: int, table: Table, seat: int, shared: Shared, start: threading.
         table.barrier.abort()
 
 
-def play_game(client: Client, game_id: str, rng: random.Random, shared: Shared) -> None:
+def server_timing(header: str | None) -> dict[str, float]:
+    """``"act;dur=1.2, wait;dur=30.5"`` → {"act": 1.2, "wait": 30.5} (milliseconds)."""
+    out = {}
+    for part in (header or "").split(","):
+        name, _, rest = part.strip().partition(";dur=")
+        if rest:
+            out[name] = float(rest)
+    return out
+
+
+def play_game(client: Client, game_id: str, rng: random.Random, shared: Shared,
+              act_wait: bool = True) -> None:
+    """Play one seat to the end. With ``act_wait`` (how a bot saves a request per move)
+    each action is ``POST .../actions?wait=N``, which answers on the seat's next turn;
+    the long-poll is needed only to start, or after a timed-out wait. Its latency is the
+    POST's time minus the wait the service reports (``Server-Timing: wait``), and the
+    action counts as accepted at ``sent + act`` (``Server-Timing: act``, the service's
+    time from the request to the commit); a seat's wake-up is measured from there."""
     now = time.monotonic
+    view: dict[str, Any] | None = None
     while True:
         left = shared.time_left()
         if left <= 0:
             return
-        sent = now()
-        next(shared.requests)
-        answer = client.json("GET", f"/games/{game_id}/turn?timeout={min(POLL_S, left):.2f}")
-        answered = now()
-        view = answer["view"]
-        if view["status"] == "finished":
-            if view["seat"] == 0:
-                with shared.lock:
-                    shared.games_finished += 1
-            return
-        if not view["your_turn"]:
-            continue  # timed out (or the game is waiting): ask again
-        shared.polls.append((game_id, view["version"], sent, answered))
+        if view is None or not view["your_turn"] or view["status"] == "finished":
+            if view is not None and view["status"] == "finished":
+                if view["seat"] == 0:
+                    with shared.lock:
+                        shared.games_finished += 1
+                return
+            sent = now()
+            next(shared.requests)
+            answer = client.json("GET", f"/games/{game_id}/turn?timeout={min(POLL_S, left):.2f}")
+            answered = now()
+            view = answer["view"]
+            if view["your_turn"]:
+                shared.polls.append((game_id, view["version"], sent, answered))
+            continue
         if shared.time_left() <= 0:
             return
         body = {"action": rng.choice(view["legal_actions"]), "version": view["version"]}
+        path = f"/games/{game_id}/actions"
+        if act_wait:
+            path += f"?wait={min(POLL_S, max(0.01, left)):.2f}"
         t0 = now()
         next(shared.requests)
-        status, data = client.request("POST", f"/games/{game_id}/actions", body)
+        status, data, headers = client.request_full("POST", path, body)
         t1 = now()
         if status != 200:
             shared.errors.append(f"action {status}: {data[:200]!r}")
+            view = None
             continue
-        shared.latencies.append(t1 - t0)
-        shared.accepted_at[(game_id, view["version"] + 1)] = t1
-        shared.last_action = t1
+        acted_on = view["version"]
+        view = json.loads(data)
+        if act_wait:
+            timing = server_timing(headers.get("Server-Timing"))
+            accepted = t0 + timing.get("act", (t1 - t0) * 1000) / 1000
+            shared.latencies.append((t1 - t0) - timing.get("wait", 0.0) / 1000)
+            if view["your_turn"] and view["version"] > acted_on + 1:
+                shared.polls.append((game_id, view["version"], accepted, t1))
+        else:
+            accepted = t1
+            shared.latencies.append(t1 - t0)
+        shared.accepted_at[(game_id, acted_on + 1)] = accepted
+        shared.last_action = accepted
 
 
 def play_phase(
-    port: int, bots: list[dict[str, Any]], seconds: float | None, games: int | None
+    port: int, bots: list[dict[str, Any]], seconds: float | None, games: int | None,
+    act_wait: bool = True,
 ) -> dict[str, Any]:
     tables = [Table(bots[i : i + 4], seed=i) for i in range(0, len(bots), 4)]
     start = threading.Barrier(len(bots) + 1)
     shared = Shared(None, games)
     threads = [
-        threading.Thread(target=player, args=(port, t, s, shared, start), daemon=True)
+        threading.Thread(target=player, args=(port, t, s, shared, start, act_wait),
+                         daemon=True)
         for t in tables
         for s in range(4)
     ]
@@ -502,6 +551,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--floor-seconds", type=float, default=5.0)
     parser.add_argument(
+        "--no-act-wait",
+        action="store_true",
+        help="players post plain actions and long-poll GET /games/{id}/turn for every turn "
+        "(two requests per move) instead of POST .../actions?wait=N",
+    )
+    parser.add_argument(
         "--py-spy",
         metavar="PREFIX",
         default=None,
@@ -541,7 +596,7 @@ def main() -> None:
                 for pid in procs["gunicorn"]
             ]  # fmt: skip
             load = os.getloadavg()[0]
-            played = play_phase(port, bots, seconds, args.games)
+            played = play_phase(port, bots, seconds, args.games, not args.no_act_wait)
             for spy in spies:
                 spy.wait(30)
             stats1 = r.info("stats")
@@ -580,6 +635,7 @@ def main() -> None:
         "redis_bytes_per_game": sizes,
         "workers": args.workers,
         "players": args.players,
+        "act_wait": not args.no_act_wait,
         "games": played["games_started"],
         "games_finished": played["games_finished"],
         "actions": actions,

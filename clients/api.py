@@ -557,10 +557,16 @@ class ArenaClient:
         seat: int | None = None,
         idempotency_key: str | None = None,
         if_match: int | None = None,
+        wait: float | None = None,
     ) -> View:
         """``POST /games/{id}/actions``: the new view. ``version`` (the view's) refuses the
         action if the game moved on (``version-conflict``). A fresh ``Idempotency-Key`` is
-        made unless one is given, and every retry of this call sends the same one."""
+        made unless one is given, and every retry of this call sends the same one.
+
+        ``wait`` (seconds, up to 30): also wait for this bot's next turn — the answer is
+        its view once it is its turn again, the game is over, or ``wait`` passed (check
+        ``your_turn``). One request per move instead of an action and a ``wait_turn``. A
+        retry after a lost answer gets the view right after the action, at once."""
         body: JSON = {"action": action}
         if version is not None:
             body["version"] = version
@@ -569,8 +575,9 @@ class ArenaClient:
         headers = {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
         if if_match is not None:
             headers["If-Match"] = f'"{if_match}"'
+        params = {"wait": wait} if wait else None
         return View.of(self._call("postGamesGameIdActions", game_id=game_id, json=body,
-                                  headers=headers))
+                                  headers=headers, params=params, wait=wait or 0.0))
 
     def wait_turn(
         self,

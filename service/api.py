@@ -12,6 +12,7 @@ import functools
 import hmac
 import json
 import re
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,6 +172,10 @@ GAME_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description":
 BOT_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description": "bot id"}
 SEAT = {"schema": {"type": "integer", "minimum": 0, "maximum": 3}, "description": "seat"}
 ETAG = {"ETag": {"description": "the game's version, quoted", "schema": {"type": "string"}}}
+SERVER_TIMING = {"Server-Timing": {
+    "description": "with `wait` > 0, when the action applied: `act;dur=<ms from the request "
+    "to the commit>, wait;dur=<ms waited after it>` (W3C Server Timing)",
+    "schema": {"type": "string"}}}
 IF_MATCH_RE = r'^(W/)?"?[0-9]{1,10}"?$'
 IDEMPOTENCY = {
     "name": "Idempotency-Key",
@@ -350,19 +355,27 @@ def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response
     auth="required",
     errors=(403, 404, 409, 412),
     headers_in=(IDEMPOTENCY, IF_MATCH),
-    response_headers=ETAG,
+    response_headers={**ETAG, **SERVER_TIMING},
     example={"action": "AS", "version": 12},
     path_params={"game_id": GAME_ID},
 )
 def act(game_id: str, bot_id: str, query: dict[str, Any], body: dict[str, Any]) -> Response:
+    started = time.perf_counter()
     idem = request.headers.get("Idempotency-Key")
     if idem is not None and not (0 < len(idem) <= 100):
         raise Problem("validation", "Idempotency-Key must be 1 to 100 characters",
                       errors={"Idempotency-Key": ["must be 1 to 100 characters"]})
     if_match = _if_match(request.headers.get("If-Match"))
-    text = arena().act(game_id, bot_id, body, if_match, idem, query["wait"])
+    timing: dict[str, float] = {}
+    text = arena().act(game_id, bot_id, body, if_match, idem, query["wait"], timing)
     version = json.loads(text)["version"]
-    return view_response(text, version)
+    resp = view_response(text, version)
+    if query["wait"] > 0 and "committed" in timing:
+        done = time.perf_counter()
+        act_ms = (timing["committed"] - started) * 1000
+        wait_ms = (done - timing["committed"]) * 1000
+        resp.headers["Server-Timing"] = f"act;dur={act_ms:.2f}, wait;dur={wait_ms:.2f}"
+    return resp
 
 
 def _if_match(raw: str | None) -> int | None:

@@ -290,18 +290,20 @@ class Arena:
         if_match: int | None,
         idem: str | None,
         wait: float = 0.0,
+        timing: dict[str, float] | None = None,
     ) -> str:
         """Apply one action for ``bot_id``; returns the new view as JSON text.
 
-        ``wait`` > 0: then answer when it is this bot's turn again, the game is over, or
-        ``wait`` seconds have passed (see ``_after_action``). The waiter is registered
-        before the action is committed, so no later change can slip by unheard.
+        ``timing`` (if given) gets ``committed``: ``time.perf_counter()`` when the action
+        was applied, before any waiting. ``wait`` > 0: then answer when it is this bot's
+        turn again, the game is over, or ``wait`` seconds have passed (``_after_action``).
+        The waiter is registered before the commit, so no later change slips by unheard.
         """
         if wait <= 0:
             return self._act(game_id, bot_id, body, if_match, idem)
         with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
             return self._act(game_id, bot_id, body, if_match, idem,
-                             waiter, time.monotonic() + wait)
+                             waiter, time.monotonic() + wait, timing)
 
     def _act(
         self,
@@ -312,6 +314,7 @@ class Arena:
         idem: str | None,
         waiter: Any = None,
         wait_until: float = 0.0,
+        timing: dict[str, float] | None = None,
     ) -> str:
         """Apply one action for ``bot_id``; returns the new view as JSON text.
 
@@ -364,6 +367,8 @@ class Arena:
             )
             if code == 1:
                 self._finished(game, status)
+                if timing is not None:
+                    timing["committed"] = time.perf_counter()
                 if waiter is not None:
                     return self._after_action(waiter, wait_until, game, new_state, seat,
                                               int(value), status, deadline, bot_id,

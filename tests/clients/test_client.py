@@ -447,3 +447,33 @@ def _view_body() -> dict[str, Any]:
     return {"id": "a" * 12, "version": 4, "status": "active", "players": 2, "seat": 0,
             "team": 0, "your_turn": False, "legal_actions": [], "phase": "play", "turn": 1,
             "scores": [0, 0], "winner": None, "hand": ["2C"]}
+
+
+def test_act_with_wait_plays_a_whole_game_one_request_per_move(live_url: str) -> None:
+    """Two bots play out a game against the live service with ``act(..., wait=...)``
+    only: each answer is the actor's view on its next turn (or the end)."""
+    a, b = ArenaClient(live_url), ArenaClient(live_url)
+    alice, bob = a.register("alice-w"), b.register("bob-w")
+    game = a.create_game(2, seats=[alice.id, bob.id], seed=21, variants={"target": 3})
+    rng = random.Random(9)
+    views = {c: c.wait_turn(game.id, timeout=0).view for c in (a, b)}
+    results: list[Any] = []
+
+    def play(c: ArenaClient) -> None:
+        view = views[c]
+        while not view.finished:
+            if not view.your_turn:
+                view = c.wait_turn(game.id, timeout=10).view
+                continue
+            view = c.act(game.id, rng.choice(view.legal_actions), version=view.version,
+                         wait=10)
+        results.append(view)
+
+    threads = [threading.Thread(target=play, args=(c,)) for c in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    done = all(v.finished for v in results) and len(results) == 2
+    assert done and results[0].winner is not None
+    assert len(a.record(game.id).actions) == results[0].version - 1  # created at 1
