@@ -461,3 +461,5 @@ def test_tournament_page_shows_the_standings_the_api_returns(page, api, bots, se
     page.locator("#leaderboard tbody tr").first.wait_for()
     assert page.locator("#leaderboard tbody tr").count() == len(board)
     screenshot(page, "lobby-with-tournament")
+    page.set_viewport_size(PHONE)
+    screenshot(page, "lobby-phone")
