@@ -25,6 +25,13 @@ GIVE_ONE_THRESHOLD = 5.5
 # (2000 duplicate games each), and it never gambles our jack, which risks 4 points.
 RISK = 0.0
 JACK_RISK = 0.0
+# Trumps needed to lead the top trump hunting the jack / drawing trumps, and the risk
+# under which partner's winning card is fed a ten. Measured against random (2000 duplicate
+# games each): hunting or drawing with fewer trumps, or feeding at risk 0.3 or 0.6, moved
+# the margin by at most 0.02 points a hand, within the noise.
+HUNT_LEN = 2
+STRONG_LEN = 3
+FEED_RISK = 0.0
 
 
 class HeuristicStrategy:
@@ -61,30 +68,39 @@ def trump_strength(hand: int, trump: int) -> float:
 
 
 def stand_or_beg(k: Knowledge) -> str:
-    """Stand on a good trump hand; beg otherwise (R8).
+    """Stand on a good trump hand; beg otherwise (R8)."""
+    return "stand" if stands(k.hand, k.kicks[-1] // 13, k.scores, k.dealer, k.target) else "beg"
+
+
+def stands(hand: int, trump: int, scores: list[int], dealer: int, target: int) -> bool:
+    """The beggar's rule on raw values (the search bot's rollouts call it too).
 
     When the dealer's team is within a few points of the target a run of the pack may
     kick them home (R6, R9), so the beggar then stands on less.
     """
-    trump = k.kicks[-1] // 13
     need = STAND_THRESHOLD
-    if k.target - k.scores[k.dealer & 1] <= 3:
+    if target - scores[dealer & 1] <= 3:
         need -= 2.0
-    return "stand" if trump_strength(k.hand, trump) >= need else "beg"
+    return trump_strength(hand, trump) >= need
 
 
 def give_one_or_run(k: Knowledge, legal: list[str]) -> str:
-    """Give one only with a strong hand in the kicked suit, and never when it hands the
-    beggar's team the game; run the pack when the kicks could win it for us (R9, R22)."""
+    """Give one or run the pack (R9): see ``gives_one``."""
     if "give_one" not in legal:
         return "run_pack"
     trump = k.kicks[-1] // 13
-    beggar_team, our_team = k.beggar & 1, k.dealer & 1
-    if k.scores[beggar_team] + 1 >= k.target:
-        return "run_pack"
-    if k.target - k.scores[our_team] <= 2:
-        return "run_pack"
-    return "give_one" if trump_strength(k.hand, trump) >= GIVE_ONE_THRESHOLD else "run_pack"
+    return "give_one" if gives_one(k.hand, trump, k.scores, k.dealer, k.target) else "run_pack"
+
+
+def gives_one(hand: int, trump: int, scores: list[int], dealer: int, target: int) -> bool:
+    """Give one only with a strong hand in the kicked suit, and never when it hands the
+    beggar's team the game; run the pack when the kicks could win it for us (R9, R22)."""
+    our_team = dealer & 1
+    if scores[1 - our_team] + 1 >= target:
+        return False
+    if target - scores[our_team] <= 2:
+        return False
+    return trump_strength(hand, trump) >= GIVE_ONE_THRESHOLD
 
 
 # --- the trick ----------------------------------------------------------------------------
@@ -171,7 +187,7 @@ def follow(k: Knowledge, legal: list[int]) -> int:
     jack = k.trump * 13 + JACK
     at_stake = sum(GAME_POINTS[c] for c in k.trick) + (12 if jack in k.trick else 0)
     if not is_opponent(k, winner_seat):
-        if not could_beat(k, best, opponents_later):
+        if beat_risk(k, best, opponents_later) <= FEED_RISK:
             return feed_partner(k, legal)
         if at_stake >= 10 and safe:  # partner's card may fall: make the trick ours
             return cheapest(safe, k.trump)
@@ -222,8 +238,8 @@ def lead(k: Knowledge, legal: list[int]) -> int:
     if ours and outstanding:
         top = max(ours)
         we_hold_top = top > max(outstanding)
-        hunting = jack in outstanding and top > jack and len(ours) >= 2
-        strong = len(ours) >= 3 and we_hold_top
+        hunting = jack in outstanding and top > jack and len(ours) >= HUNT_LEN
+        strong = len(ours) >= STRONG_LEN and we_hold_top
         if top != jack and (strong or hunting or (we_hold_top and jack in ours)):
             return top
         if jack in ours and not could_beat(k, jack, _opponents(k)):

@@ -8,8 +8,12 @@ policy. The card with the best mean result for its team (the hand's point margin
 bonus for winning the game) is played. Evaluating all candidate cards on the same deals
 cancels most of the luck of the deal out of the comparison.
 
-It never reads hidden state: the only input is the seat view. The decisions before play
-(stand or beg, give one or run) use the heuristic player's judgement.
+The decisions before play (stand or beg, give one or run) are searched the same way:
+each sampled deal also fixes the stock, so running the pack, its kicks and the cards it
+deals are simulated by the engine itself; the dealer a beggar faces is modelled by the
+heuristic's rule on its sampled hand. Both options are scored on the same deals.
+
+It never reads hidden state: the only input is the seat view.
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ from __future__ import annotations
 import random
 import time
 
+from service.engine.actions import BEG, GIVE_ONE, RUN_PACK, STAND, parse_action
 from service.engine.cards import GAME_POINTS, JACK, SUIT_MASK, cards_of, parse_card
 from service.engine.game import apply
 from service.engine.play import legal_play_mask, winning_index
-from service.engine.state import OVER, PLAY, State
+from service.engine.state import GIVE_ONE_OR_RUN, OVER, PLAY, STAND_OR_BEG, State
 from service.engine.variants import Variants
 
 from . import heuristic
@@ -60,16 +65,20 @@ class SearchStrategy:
     def choose(self, view: View, legal: list[str]) -> str:
         if len(legal) == 1:
             return legal[0]
-        if view.get("decision") != PLAY:
-            return self.heuristic.choose(view, legal)
         k = read_view(view)
+        if view.get("decision") != PLAY:
+            actions = [parse_action(a) for a in legal]
+            scores = self.evaluate(k, view, actions)
+            best = max(actions, key=lambda a: scores[a])
+            return legal[actions.index(best)]
         cards = [parse_card(a) for a in legal]
         scores = self.evaluate(k, view, cards)
         best = max(cards, key=lambda c: scores[c])
         return legal[cards.index(best)]
 
     def evaluate(self, k: Knowledge, view: View, cards: list[int]) -> dict[int, float]:
-        """Mean rollout value of each card over sampled deals, within the budget."""
+        """Mean rollout value of each action (a card, or a decision before play) over
+        sampled deals, within the budget."""
         variants = self._variants_of(view)
         totals = dict.fromkeys(cards, 0.0)
         deadline = time.perf_counter() + self.move_time
@@ -218,7 +227,7 @@ def determinize(k: Knowledge, view: View, variants: Variants, rng: random.Random
     s.hand_no = view.get("hand_number", 1) - 1
     s.deal_no = 0
     s.dealer = k.dealer
-    s.phase = PLAY
+    s.phase = view["decision"]
     s.turn = view["turn"]
     s.hands = hands
     s.dealt = [h | p for h, p in zip(hands, k.played_by)]
@@ -245,8 +254,11 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
     ``WIN_VALUE`` if the game ended this hand in ``team``'s favour (minus, against).
     """
     hand_no = s.hand_no
-    while s.phase == PLAY and s.hand_no == hand_no:
-        s, _ = apply(s, rollout_card(s, rng, epsilon))
+    while s.hand_no == hand_no and s.phase != OVER:
+        if s.phase == PLAY:
+            s, _ = apply(s, rollout_card(s, rng, epsilon))
+        else:  # a decision before play, or again after a redeal (R11)
+            s, _ = apply(s, rollout_decision(s))
     if s.hand_no == hand_no:  # the game ended during this hand's scoring
         items = s.items
         bonus = WIN_VALUE if s.phase == OVER and s.winner == team else -WIN_VALUE
@@ -258,6 +270,18 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
         if t is not None:
             margin += points if t == team else -points
     return margin + bonus
+
+
+def rollout_decision(s: State) -> int:
+    """Stand or beg, give one or run, by the heuristic's rules on the sampled hand."""
+    trump = s.kicks[-1] // 13
+    hand = s.hands[s.turn]
+    target = s.variants.target
+    if s.phase == STAND_OR_BEG:
+        return STAND if heuristic.stands(hand, trump, s.scores, s.dealer, target) else BEG
+    assert s.phase == GIVE_ONE_OR_RUN
+    gives = heuristic.gives_one(hand, trump, s.scores, s.dealer, target)
+    return GIVE_ONE if gives else RUN_PACK
 
 
 def _beaten_by(c: int, hand: int, trump: int) -> bool:

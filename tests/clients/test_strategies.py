@@ -17,7 +17,12 @@ from clients.strategies import (
 )
 from clients.strategies.duel import duplicate_pair
 from clients.strategies.knowledge import read_view
-from clients.strategies.search import _matching_deal, determinize, sample_hands
+from clients.strategies.search import (
+    _matching_deal,
+    determinize,
+    rollout_decision,
+    sample_hands,
+)
 from service.engine import (
     GIVE_ONE_OR_RUN,
     OVER,
@@ -192,3 +197,28 @@ def test_heuristic_beats_random_over_duplicate_deals():
     margins = [m for g in games for m in g.hand_margins]
     assert wins / len(games) >= 0.65
     assert sum(margins) / len(margins) >= 0.4
+
+
+def test_determinized_state_before_play_runs_the_pack_from_a_sampled_stock():
+    """Stand/beg and give-one/run are searched too: the sample keeps the phase, the seat's
+    hand and the stock's size, and the engine can run the pack from it."""
+    rng = random.Random(8)
+    pre = [s for s in STATES if s.phase in (STAND_OR_BEG, GIVE_ONE_OR_RUN)]
+    assert pre
+    for state in pre:
+        view = seat_view(state, state.turn)
+        k = read_view(view)
+        sample = determinize(k, view, state.variants, rng)
+        assert sample.phase == state.phase and sample.turn == state.turn
+        assert legal_actions(sample) == legal_actions(state)
+        assert sample.hands[k.seat] == state.hands[k.seat]
+        assert len(sample.stock) == len(state.stock)
+        for action in legal_actions(sample):
+            after, _ = apply(sample, action)
+            assert after.phase in (PLAY, OVER, STAND_OR_BEG, GIVE_ONE_OR_RUN)
+
+
+def test_rollout_decisions_follow_the_heuristic_rules():
+    for state in STATES:
+        if state.phase in (STAND_OR_BEG, GIVE_ONE_OR_RUN):
+            assert rollout_decision(state) in legal_actions(state)
