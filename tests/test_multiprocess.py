@@ -27,13 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from service.engine import CARD_NAMES, build_record, parse_action, replay
 from service.store import Store
 from tests.conftest import REDIS_URL
 from tests.test_serve import Serve, kill_leftovers
-
-requests = pytest.importorskip("requests")
 
 HTTP_TIMEOUT = 15.0  # any single request (long-polls ask for less)
 LOSER_PROBLEMS = {

@@ -14,14 +14,16 @@ import pytest
 
 from clients.api import ArenaClient
 from clients.runner import BotRunner
+from tests.conftest import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SHELL_BOT = ROOT / "clients" / "examples" / "shell_bot.sh"
 TIMEOUT = 60.0
 
-pytestmark = pytest.mark.skipif(
-    not (shutil.which("curl") and shutil.which("jq")), reason="the shell bot needs curl and jq"
-)
+@pytest.fixture(autouse=True)
+def _curl_and_jq() -> None:
+    if not (shutil.which("curl") and shutil.which("jq")):
+        missing("the shell bot needs curl and jq: apt-get install -y curl jq")
 
 
 def test_the_shell_bot_registers_and_plays_a_whole_game_against_a_python_bot(

@@ -119,7 +119,7 @@ def test_illegal_card_reveals_no_hidden_card(api):
         others -= {k["card"] for k in mine["kicks"]}
         assert not any(c in body["detail"] for c in others)
         return
-    pytest.skip("no seed produced an R14 refusal")
+    pytest.fail("no seed in 0..29 produced an R14 refusal: widen the search")
 
 
 def test_waiting_game_and_seats(api):

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REDIS_URL
+from tests.conftest import REDIS_URL, missing
 from tests.web.support import (
     CHROMIUM,
     CHROMIUM_ARGS,
@@ -34,7 +34,7 @@ def service(tmp_path_factory) -> Iterator[Service]:
     try:
         client.ping()
     except Exception as exc:
-        pytest.skip(f"no Redis at {REDIS_URL}: {exc}")
+        missing(f"no Redis at {REDIS_URL}: {exc}")
     prefix = f"aftest:web:{uuid.uuid4().hex[:10]}:"
     svc = Service(prefix, tmp_path_factory.mktemp("web") / "gunicorn.log")
     try:
@@ -74,9 +74,12 @@ def bots(service) -> Iterator[Callable[..., RandomBot]]:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        missing("no Playwright: pip install -e '.[test]'")
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
+        missing(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
