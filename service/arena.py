@@ -34,7 +34,7 @@ from .engine.record import record_from_events
 from .problems import Problem
 from .schemas import View
 from .store import Game, Store
-from .wakeups import Wakeups, game_message, glob_escape
+from .wakeups import GameMessage, Wakeups, game_message, glob_escape
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,15 @@ def parse_event_id(text: str | None) -> tuple[int, int] | None:
     if not idx.isdigit():
         return None
     return int(ply), int(idx)
+
+
+def game_from_message(game_id: str, meta: dict[str, Any], msg: GameMessage) -> Game:
+    """The game at ``msg.version`` from a game-channel message that carries its state,
+    given the meta it had (a change of meta publishes no state). It has no action log
+    (``log`` is None): it serves views and turn checks, not replays."""
+    assert msg.state_json is not None and msg.status is not None
+    return Game(game_id, msg.version, msg.status, meta, msg.state_json, None,  # type: ignore[arg-type]
+                msg.deadline)
 
 
 class Arena:
@@ -480,8 +489,8 @@ class Arena:
             timed_out = False
             if not ready(game):
                 newer, timed_out = self._await(waiter, deadline, game_id, game.version,
-                                               self._held(game, bot_id, seat), after,
-                                               ready, bot_id, seat)
+                                               game.meta, self._held(game, bot_id, seat),
+                                               after, ready, bot_id, seat)
                 game = newer or game
             return {"timed_out": timed_out, "view": self.view(game, bot_id, seat)}
 
@@ -497,19 +506,23 @@ class Arena:
         return ready
 
     def _await(
-        self, waiter: Any, deadline: float, game_id: str, version: int, held: list[int],
-        after: int | None, ready: Callable[[Game], bool], bot_id: str | None,
-        seat: int | None,
+        self, waiter: Any, deadline: float, game_id: str, version: int,
+        meta: dict[str, Any], held: list[int], after: int | None,
+        ready: Callable[[Game], bool], bot_id: str | None, seat: int | None,
     ) -> tuple[Game | None, bool]:
-        """Block on ``waiter`` until a game read after a wake-up is ``ready``.
+        """Block on ``waiter`` until the game, as a wake-up shows it, is ``ready``.
 
-        ``version`` and ``held`` describe the game as last read. A message is worth a
-        read when it may make the game ready: newer than ``after``, the turn of a seat in
-        ``held``, or saying no seat (over, waiting, or an unknown writer). Returns (the
-        game last read here, or None if none was; whether time ran out). When time runs
-        out after skipped messages the game is read once more, so the answer is current.
+        ``version``, ``meta`` and ``held`` describe the game as last seen. A message is
+        worth a look when it may make the game ready: newer than ``after``, the turn of a
+        seat in ``held``, or saying no seat (over, waiting, or an unknown writer). The
+        game is then taken from the newest message (``game_from_message``), which costs
+        no Redis read, unless some message since the game was last read carried no state
+        (the meta changed, or a reset): then it is read. Returns (the game last seen here,
+        or None if none was; whether time ran out). When time runs out after skipped
+        messages the game is read once more, so the answer is current.
         """
         skipped = False
+        stale = False  # a message since the last read said: the meta may have changed
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -520,28 +533,45 @@ class Arena:
             messages = waiter.wait(left)
             if not messages:
                 continue
-            if not self._worth_reading(messages, version, held, after):
+            worth, latest, blind = self._scan(messages, version, held, after)
+            stale = stale or blind
+            if not worth:
                 skipped = True
                 continue
-            g = self.get(game_id)
+            if stale or latest is None:
+                g = self.get(game_id)
+                stale = False
+            else:
+                g = game_from_message(game_id, meta, latest)
             skipped = False
             if ready(g):
                 return g, False
-            version, held = g.version, self._held(g, bot_id, seat)
+            version, meta, held = g.version, g.meta, self._held(g, bot_id, seat)
 
     @staticmethod
-    def _worth_reading(messages: list[Any], version: int, held: list[int],
-                       after: int | None) -> bool:
+    def _scan(messages: list[Any], version: int, held: list[int], after: int | None
+              ) -> tuple[bool, GameMessage | None, bool]:
+        """(worth a look, the newest message newer than ``version``, whether one of
+        those came without a state)."""
+        worth = blind = False
+        latest: GameMessage | None = None
         for m in messages:
             parsed = game_message(m)
             if parsed is None:
-                return True
-            v, turn = parsed
-            if v <= version:
+                worth = blind = True
+                continue
+            if parsed.version <= version:
                 continue  # already seen
-            if turn is None or turn in held or (after is not None and v > after):
-                return True
-        return False
+            if parsed.state_json is None:
+                blind = True
+            elif latest is None or parsed.version > latest.version:
+                latest = parsed
+            turn = parsed.seat
+            if turn is None or turn in held or (after is not None and parsed.version > after):
+                worth = True
+        if latest is not None and blind:
+            latest = None
+        return worth, latest, blind
 
     def _after_action(
         self, waiter: Any, wait_until: float, game: Game, state: State, seat: int,
@@ -556,8 +586,8 @@ class Arena:
         if status != ACTIVE or state.turn in held:
             return dumps(self.render(game, state, seat, version, status, deadline))
         ready = self._ready_check(bot_id, body_seat, True, None)
-        newer, _ = self._await(waiter, wait_until, game.id, version, held, None, ready,
-                               bot_id, body_seat)
+        newer, _ = self._await(waiter, wait_until, game.id, version, game.meta, held, None,
+                               ready, bot_id, body_seat)
         if newer is None:
             return dumps(self.render(game, state, seat, version, status, deadline))
         return dumps(self.view(newer, bot_id, body_seat))

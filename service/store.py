@@ -23,8 +23,12 @@ sequence, for listing); ``{p}games:seq``; ``{p}bot:{id}`` (hash: name, created);
 ``{p}token:{sha256}`` → bot id; ``{p}bot:{id}:turns`` (set of games where it is that bot's
 turn); ``{p}idem:{bot}:{key}`` (retry memory, 24 h); ``{p}rl:{who}:{window}`` (rate
 counters). Channels: ``{p}game:{id}:changed`` carries ``{version}:{seat in turn}``
-(the seat empty when nobody is to act) and ``{p}bot:{id}:turn`` the new version whenever
-the game changes; each process hears them through one listener (``service.wakeups``).
+(the seat empty when nobody is to act), followed, when the change wrote a new state and
+left the meta as it was, by ``:{status}:{deadline or ''}:{state json}`` — everything of
+the new version but the meta and the log, so a waiter that knows the meta answers without
+reading (``service.wakeups.game_message``); ``{p}bot:{id}:turn`` carries the new version
+whenever the game changes; each process hears them through one listener
+(``service.wakeups``).
 
 Every change to a game goes through ``COMMIT`` (a Lua script): it checks the version the
 caller read is still current, then writes, bumps the version, moves indexes, records the
@@ -92,7 +96,11 @@ if ARGV[9] ~= '' then
   redis.call('SADD', KEYS[4] .. ARGV[9] .. ':turns', ARGV[10])
   redis.call('PUBLISH', KEYS[4] .. ARGV[9] .. ':turn', nv)
 end
-redis.call('PUBLISH', KEYS[5], nv .. ':' .. (ARGV[12] or ''))
+local msg = nv .. ':' .. (ARGV[12] or '')
+if ARGV[2] ~= '' and ARGV[3] == '' then
+  msg = msg .. ':' .. ARGV[5] .. ':' .. ARGV[11] .. ':' .. ARGV[2]
+end
+redis.call('PUBLISH', KEYS[5], msg)
 return {1, nv}
 """
 

@@ -25,7 +25,8 @@ closes its connection and ends; the next waiter starts it again.
 
 Game channels carry ``"{version}:{seat in turn}"`` (the seat empty when nobody is to act,
 or when the writer did not say), so a waiter whose seat is not in turn can skip the
-re-read (see ``game_message``).
+re-read, and after an action also the new status, deadline and state, so a waiter whose
+turn it is can answer from the message (see ``game_message``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 
@@ -50,17 +51,35 @@ IDLE_S = 20.0  # the listener ends after this long with no waiters
 POLL_S = 1.0  # how often an idle listener looks at its waiters
 
 
-def game_message(data: bytes | str | None) -> tuple[int, int | None] | None:
-    """``b"12:3"`` → (12, 3); ``b"12:"`` or ``b"12"`` → (12, None); None for a reset or
-    anything unreadable (the waiter then re-reads, which is always safe)."""
+class GameMessage(NamedTuple):
+    """One message of a game channel. ``state_json`` is None when the change carried no
+    state (a join, a timeout: the meta changed, or an older writer): the waiter re-reads."""
+
+    version: int
+    seat: int | None
+    status: str | None = None
+    deadline: float | None = None
+    state_json: str | None = None
+
+
+def game_message(data: bytes | str | None) -> GameMessage | None:
+    """``b"12:3"`` → (12, 3); ``b"12:"`` or ``b"12"`` → (12, None);
+    ``b"12:3:active:1700000000.000:{...}"`` → with status, deadline and the state JSON;
+    None for a reset or anything unreadable (the waiter then re-reads, which is always
+    safe)."""
     if data is None:
         return None
     text = data.decode() if isinstance(data, bytes) else str(data)
-    version, _, seat = text.partition(":")
+    parts = text.split(":", 4)
     try:
-        return int(version), (int(seat) if seat else None)
+        version = int(parts[0])
+        seat = int(parts[1]) if len(parts) > 1 and parts[1] else None
+        if len(parts) < 5:
+            return GameMessage(version, seat)
+        deadline = float(parts[3]) if parts[3] else None
     except ValueError:
         return None
+    return GameMessage(version, seat, parts[2], deadline, parts[4])
 
 
 class Waiter:
