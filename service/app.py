@@ -110,7 +110,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         else:
             who = "a" + (request.remote_addr or "-")
         if request.endpoint in _FUSED:
-            pending_hit.set(PendingHit(who, window, check))
+            pending_hit.set(PendingHit(who, window, check, limit))
             return
         check(*store.hit(who, window))
 

@@ -108,10 +108,19 @@ class Arena:
         # One pub/sub listener per process for every long-poll, stream and waiting action.
         prefix = glob_escape(store.p)
         self.wakeups = Wakeups(store.r, [f"{prefix}game:*:changed", f"{prefix}bot:*:turn"])
+        self.wakeups.on_message = self._heard
+        self._game_channel = (f"{store.p}game:", ":changed")
         # Called with a game that an action (or a timeout) just finished, if it belongs to
         # a tournament. Best effort: a failure is logged and the sweeper's periodic
         # re-check of open tournaments repairs it.
         self.on_finish: list[Callable[[Game], None]] = []
+
+    def _heard(self, channel: str, data: Any, generation: int) -> None:
+        """Every message the listener hears: game changes move the game cache on."""
+        head, tail = self._game_channel
+        if channel.startswith(head) and channel.endswith(tail):
+            game_id = channel[len(head):-len(tail)]
+            self.store.games.heard(game_id, game_message(data), generation)
 
     def _finished(self, game: Game, status: str) -> None:
         if status != FINISHED or not game.meta.get("tournament"):
@@ -336,7 +345,17 @@ class Arena:
             {**body, "if_match": if_match}
         ).encode()).hexdigest()[:32]
         idem_key = self.store.idem_key(bot_id, idem) if idem else ""
+        generation = self.wakeups.live_generation()
+        cached = self.store.games.get(game_id, generation)
         for _ in range(CAS_ATTEMPTS):
+            if cached is not None:
+                answer = self._try_act(game_id, bot_id, body, if_match, idem_key, action,
+                                       body_hash, cached, generation, waiter, wait_until,
+                                       timing, guess=True)
+                if answer is not None:
+                    return answer
+                cached = None  # stale, or refused on a guess: judge again on a fresh read
+                continue
             if idem_key:
                 found, stored = self.store.get_game_and_idem(game_id, idem_key)
                 if found is None:
@@ -346,49 +365,77 @@ class Arena:
                 game, stored = self.get(game_id), None
             if stored:
                 return self._replay_answer(game, stored, body_hash)
-            if game.status == WAITING:
-                raise Problem("game-not-started", "the game is waiting for players")
-            state = game.state
-            seat = self._acting_seat(game, bot_id, body.get("seat"), state)
-            if if_match is not None and if_match != game.version:
-                raise Problem("precondition-failed",
-                              f"If-Match is {if_match}; the game is at version {game.version}",
-                              current_version=game.version)
-            want = body.get("version")
-            if want is not None and want != game.version:
-                raise Problem("version-conflict",
-                              f"you decided on version {want}; the game is at {game.version}",
-                              current_version=game.version)
-            new_state, _ = apply(state, action, seat=seat)
-            status = status_of(new_state, game.seats)
-            deadline = deadline_for(game.meta, new_state, status)
-            code, value = self.store.commit(
-                game,
-                state=new_state,
-                action=action,
-                status=status,
-                idem_key=idem_key,
-                idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}",
-                old_turn_bot=turn_bot(state, game.seats, game.status),
-                new_turn_bot=turn_bot(new_state, game.seats, status),
-                deadline=deadline,
-                turn_seat=new_state.turn if status == ACTIVE else None,
-            )
-            if code == 1:
-                self._finished(game, status)
-                if timing is not None:
-                    timing["committed"] = time.perf_counter()
-                if waiter is not None:
-                    return self._after_action(waiter, wait_until, game, new_state, seat,
-                                              int(value), status, deadline, bot_id,
-                                              body.get("seat"))
-                return dumps(self.render(game, new_state, seat, int(value), status, deadline))
-            if code == 2:  # a retry with this key won the race: answer as it was answered
-                return self._replay_answer(self.get(game_id), value.decode(), body_hash)
-            if code == -1:
-                raise Problem("not-found", "no such game")
+            self.store.games.put(game, generation)
+            answer = self._try_act(game_id, bot_id, body, if_match, idem_key, action,
+                                   body_hash, game, generation, waiter, wait_until, timing)
+            if answer is not None:
+                return answer
         raise Problem("service-unavailable", "too much contention; retry",
                       headers={"Retry-After": "1"})
+
+    def _try_act(
+        self, game_id: str, bot_id: str, body: dict[str, Any], if_match: int | None,
+        idem_key: str, action: int, body_hash: str, game: Game, generation: int | None,
+        waiter: Any, wait_until: float, timing: dict[str, float] | None, guess: bool = False,
+    ) -> str | None:
+        """Judge the action on ``game`` and compare-and-set it: the answer, or None when
+        the game had moved on (read it again and retry). A cached ``game`` is a ``guess``:
+        a refusal judged on it is None too (judge again on a fresh read), never an answer."""
+        try:
+            judged = self._judge(game, bot_id, body, if_match, action)
+        except (Problem, IllegalAction):
+            if guess:
+                return None
+            raise
+        state, new_state, seat, status, deadline = judged
+        code, value = self.store.commit(
+            game,
+            state=new_state,
+            action=action,
+            status=status,
+            idem_key=idem_key,
+            idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}",
+            old_turn_bot=turn_bot(state, game.seats, game.status),
+            new_turn_bot=turn_bot(new_state, game.seats, status),
+            deadline=deadline,
+            turn_seat=new_state.turn if status == ACTIVE else None,
+            cache_generation=generation,
+        )
+        if code == 1:
+            self._finished(game, status)
+            if timing is not None:
+                timing["committed"] = time.perf_counter()
+            if waiter is not None:
+                return self._after_action(waiter, wait_until, game, new_state, seat,
+                                          int(value), status, deadline, bot_id,
+                                          body.get("seat"))
+            return dumps(self.render(game, new_state, seat, int(value), status, deadline))
+        if code == 2:  # a retry with this key won the race: answer as it was answered
+            return self._replay_answer(self.get(game_id), value.decode(), body_hash)
+        if code == -1:
+            raise Problem("not-found", "no such game")
+        return None
+
+    def _judge(self, game: Game, bot_id: str, body: dict[str, Any], if_match: int | None,
+               action: int) -> tuple[State, State, int, str, float | None]:
+        """The action judged on ``game`` (raises when refused): (state, new state, seat,
+        status, deadline)."""
+        if game.status == WAITING:
+            raise Problem("game-not-started", "the game is waiting for players")
+        state = game.state
+        seat = self._acting_seat(game, bot_id, body.get("seat"), state)
+        if if_match is not None and if_match != game.version:
+            raise Problem("precondition-failed",
+                          f"If-Match is {if_match}; the game is at version {game.version}",
+                          current_version=game.version)
+        want = body.get("version")
+        if want is not None and want != game.version:
+            raise Problem("version-conflict",
+                          f"you decided on version {want}; the game is at {game.version}",
+                          current_version=game.version)
+        new_state, _ = apply(state, action, seat=seat)
+        status = status_of(new_state, game.seats)
+        return state, new_state, seat, status, deadline_for(game.meta, new_state, status)
 
     def _acting_seat(self, game: Game, bot_id: str, seat: int | None, state: State) -> int:
         held = [i for i, b in enumerate(game.seats) if b == bot_id]

@@ -40,7 +40,9 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -57,8 +59,15 @@ IDEM_TTL_S = 24 * 3600
 # ARGV: expected version, state json ('' keep), meta json ('' keep), action char ('' none),
 # new status, idem value ('' none), idem ttl, old turn bot, new turn bot, game id,
 # new deadline ('' none), seat in turn after the change ('' none or not said).
-# Returns {1, new_version} | {0, current_version} | {2, stored idem value}.
+# KEYS[7] rate counter ('' none), ARGV[13] its window seconds, ARGV[14] its limit.
+# Returns {1, new_version} | {0, current_version} | {2, stored idem value}
+# | {3, count, ttl_ms} (the rate limit is exceeded: nothing written).
 COMMIT = """
+if KEYS[7] and KEYS[7] ~= '' then
+  local n = redis.call('INCR', KEYS[7])
+  if n == 1 then redis.call('PEXPIRE', KEYS[7], tonumber(ARGV[13]) * 1000) end
+  if n > tonumber(ARGV[14]) then return {3, n, redis.call('PTTL', KEYS[7])} end
+end
 local v = redis.call('HGET', KEYS[1], 'version')
 if not v then return {-1, 0} end
 if KEYS[2] ~= '' then
@@ -148,10 +157,12 @@ class PendingHit:
     who: str
     window_s: int
     check: Callable[[int, int], None]
+    limit: int = 0  # the count above which ``check`` raises (0: unknown; COMMIT never refuses)
 
 
 pending_hit: ContextVar[PendingHit | None] = ContextVar("pending_hit", default=None)
 TOKEN_CACHE_MAX = 10_000
+GAME_CACHE_MAX = 4096
 
 
 def token_hash(token: str) -> str:
@@ -192,6 +203,69 @@ class Game:
         return Variants.from_dict(self.meta.get("variants") or {})
 
 
+class GameCache:
+    """The last known version of recently used games, per process: a guess that saves
+    the read before an action, never a source of truth.
+
+    An action taken on a cached game commits with a compare-and-set on its version, so a
+    stale entry costs a retry (a fresh read), never a wrong state. Entries are filled by
+    this process's reads and commits and moved on by the game-channel messages its
+    listener hears (``heard``): a message one version ahead that carries the state
+    replaces the entry; any other newer message drops it. An entry is used only while
+    the listener that was live when it was stored still runs (``generation``): with no
+    listener, or after a reconnect, messages may have been missed.
+    """
+
+    def __init__(self, size: int = GAME_CACHE_MAX) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._games: OrderedDict[str, tuple[Game, int]] = OrderedDict()
+
+    def get(self, game_id: str, generation: int | None) -> Game | None:
+        if generation is None:
+            return None
+        with self._lock:
+            entry = self._games.get(game_id)
+            if entry is None or entry[1] != generation:
+                return None
+            self._games.move_to_end(game_id)
+            return entry[0]
+
+    def put(self, game: Game, generation: int | None) -> None:
+        """Keep ``game`` unless a newer version is known already."""
+        if generation is None:
+            return
+        with self._lock:
+            entry = self._games.get(game.id)
+            if entry is not None and entry[1] == generation and entry[0].version >= game.version:
+                return
+            self._games[game.id] = (game, generation)
+            self._games.move_to_end(game.id)
+            if len(self._games) > self.size:
+                self._games.popitem(last=False)
+
+    def heard(self, game_id: str, msg: Any, generation: int) -> None:
+        """A game-channel message (``service.wakeups.GameMessage``, None if unreadable)."""
+        with self._lock:
+            entry = self._games.get(game_id)
+            if entry is None:
+                return
+            old, gen = entry
+            if msg is not None and msg.version <= old.version and gen == generation:
+                return
+            if (msg is None or gen != generation or msg.version != old.version + 1
+                    or msg.state_json is None):
+                del self._games[game_id]
+                return
+            self._games[game_id] = (Game(game_id, msg.version, msg.status, old.meta,
+                                         msg.state_json, None, msg.deadline),  # type: ignore[arg-type]
+                                    generation)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._games.clear()
+
+
 class Store:
     """Thin typed access to the keys above; no game rules here."""
 
@@ -205,6 +279,7 @@ class Store:
         # token -> bot id. Safe across processes: a token's bot never changes (and no
         # token is ever revoked), so a cached answer cannot go stale.
         self._tokens: dict[str, str] = {}
+        self.games = GameCache()
 
     # --- keys --------------------------------------------------------------------------
 
@@ -351,11 +426,16 @@ class Store:
         new_turn_bot: str | None = None,
         deadline: float | None = None,
         turn_seat: int | None = None,
+        cache_generation: int | None = None,
     ) -> tuple[int, Any]:
         """Compare-and-set on ``game.version``; see ``COMMIT`` for the result codes.
         ``deadline``: when the next decision is due (None: no limit, or nobody to act).
         ``turn_seat``: the seat to act after the change, published with the version so
-        a waiter whose seat it is not can skip re-reading (None: waiters re-read)."""
+        a waiter whose seat it is not can skip re-reading (None: waiters re-read).
+        A rate-limit hit still pending (``pending_hit``, with its limit) is counted by
+        the script, which refuses the change when it is over the limit (``check``
+        raises). ``cache_generation``: keep the committed game in ``games`` under that
+        listener generation (None: don't)."""
         keys = [
             self.game_key(game.id),
             idem_key,
@@ -364,9 +444,20 @@ class Store:
             self.game_channel(game.id),
             self.deadlines_key,
         ]
+        hit = pending_hit.get()
+        window = limit = 0
+        if hit is not None and hit.limit:  # the request's rate-limit hit, counted here
+            pending_hit.set(None)
+            window, limit = hit.window_s, hit.limit
+            keys.append(f"{self.p}rl:{hit.who}:{int(time.time()) // window}")
+        else:
+            hit = None
+            keys.append("")
+        state_json = (json.dumps(state.to_dict(), separators=(",", ":"))
+                      if state is not None else "")
         args = [
             str(game.version),
-            json.dumps(state.to_dict(), separators=(",", ":")) if state is not None else "",
+            state_json,
             json.dumps(meta, separators=(",", ":")) if meta is not None else "",
             chr(48 + action) if action is not None else "",
             status,
@@ -377,9 +468,20 @@ class Store:
             game.id,
             _score(deadline) if deadline is not None else "",
             str(turn_seat) if turn_seat is not None else "",
+            window,
+            limit,
         ]
-        code, value = self._commit(keys=keys, args=args)
-        return int(code), value
+        out = self._commit(keys=keys, args=args)
+        code, value = int(out[0]), out[1]
+        if code == 3:
+            assert hit is not None
+            hit.check(int(out[1]), int(out[2]))  # raises
+        if code == 1 and cache_generation is not None:
+            self.games.put(Game(game.id, int(value), status,
+                                meta if meta is not None else game.meta,
+                                state_json or game.state_json, None,  # type: ignore[arg-type]
+                                deadline), cache_generation)
+        return code, value
 
     def idem_key(self, bot_id: str, key: str) -> str:
         return f"{self.p}idem:{bot_id}:{key}"

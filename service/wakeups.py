@@ -124,6 +124,9 @@ class Wakeups:
         self.client = client
         self.patterns = patterns
         self.idle_s = idle_s
+        # Called by the listener with (channel, data, generation) for every message,
+        # before the waiters hear it (``Arena`` keeps its game cache current with it).
+        self.on_message: Any = None
         self._reset_process()
 
     def _reset_process(self) -> None:
@@ -138,6 +141,12 @@ class Wakeups:
 
     def waiter(self, channel: str) -> Waiter:
         return Waiter(self, channel)
+
+    def live_generation(self) -> int | None:
+        """The running listener's generation, None when none runs in this process."""
+        if self._running and self._pid == os.getpid():
+            return self._generation
+        return None
 
     def start(self) -> None:
         """Make sure the listener runs (raises the Redis error if Redis is unreachable)."""
@@ -212,6 +221,11 @@ class Wakeups:
                 channel = msg["channel"]
                 if isinstance(channel, bytes):
                     channel = channel.decode()
+                if self.on_message is not None:
+                    try:
+                        self.on_message(channel, msg["data"], generation)
+                    except Exception:
+                        log.exception("wake-up hook failed")
                 group = self._waiters.get(channel)
                 if group:
                     for w in list(group):

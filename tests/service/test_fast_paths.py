@@ -153,3 +153,65 @@ def test_one_listener_serves_many_waiters(app, api):
     for th in threads:
         th.join(10)
     assert sum(1 for a in got if not a["timed_out"]) == 1
+
+
+def test_a_stale_game_cache_costs_a_retry_never_a_wrong_answer(app, api):
+    """The per-process game cache is a guess: an action judged on a stale entry is judged
+    again on a fresh read, whether the guess accepted it (the compare-and-set fails) or
+    refused it."""
+    arena = app.extensions["arena"]
+    store = arena.store
+    game_id, tokens = api.table(2, seed=5)
+    generation = arena.wakeups.start() or arena.wakeups.live_generation()
+    assert generation is not None
+    old = store.get_game(game_id)
+    first = api.view(game_id).json["turn"]
+    w = api.view(game_id, tokens[first]).json
+    assert api.act(game_id, tokens[first], w["legal_actions"][0]).status_code == 200
+    now = api.view(game_id).json
+    assert now["version"] == old.version + 1
+    # stale entry: the seat that just acted looks in turn, the seat in turn does not
+    stale_seat = first
+    if now["turn"] != first:
+        store.games.clear()
+        store.games.put(old, generation)
+        r = api.act(game_id, tokens[stale_seat], w["legal_actions"][-1])
+        assert r.status_code == 409 and r.json["type"].endswith("/not-your-turn"), r.json
+        assert api.view(game_id).json["version"] == now["version"]
+    store.games.clear()
+    store.games.put(old, generation)
+    mine = api.view(game_id, tokens[now["turn"]]).json
+    r = api.act(game_id, tokens[now["turn"]], mine["legal_actions"][0], version=now["version"])
+    assert r.status_code == 200, r.json
+    assert r.json["version"] == now["version"] + 1
+    assert store.get_game(game_id).version == now["version"] + 1
+    assert store.games.get(game_id, generation).version == now["version"] + 1
+
+
+def test_rate_limit_counted_by_the_commit_of_a_cached_game(key_prefix):
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 1000, "ARENA_RATE_WINDOW": 60})
+    api = Api(app.test_client())
+    arena = app.extensions["arena"]
+    arena.wakeups.start()
+    game_id, tokens = api.table(2, seed=9)
+    r = arena.store.r
+    counted = 0
+    for _ in range(6):
+        s = api.view(game_id).json
+        w = api.view(game_id, tokens[s["turn"]]).json
+        before = sum(int(r.get(k)) for k in r.keys(f"{key_prefix}rl:t*"))
+        assert api.act(game_id, tokens[s["turn"]], w["legal_actions"][0]).status_code == 200
+        after = sum(int(r.get(k)) for k in r.keys(f"{key_prefix}rl:t*"))
+        assert after == before + 1  # counted exactly once, cached game or not
+        counted += arena.store.games.get(game_id, arena.wakeups.live_generation()) is not None
+    assert counted  # the cache was in use
+    s = api.view(game_id).json
+    w = api.view(game_id, tokens[s["turn"]]).json
+    version = s["version"]
+    assert arena.store.games.get(game_id, arena.wakeups.live_generation()) is not None
+    app.config["ARENA_RATE_LIMIT"] = 1  # every token is over it now
+    r2 = api.act(game_id, tokens[s["turn"]], w["legal_actions"][0])
+    assert r2.status_code == 429 and r2.json["type"].endswith("/rate-limited")
+    app.config["ARENA_RATE_LIMIT"] = 0
+    assert api.view(game_id).json["version"] == version

@@ -53,7 +53,7 @@ def test_view_from_message_is_the_view_from_redis(app, api, players, move_limit,
         from_redis = store.get_game(gid)
         assert from_redis.version == msg.version
         now = time.time()
-        monkeypatch.setattr(time, "time", lambda: now)
+        monkeypatch.setattr(time, "time", lambda now=now: now)
         try:
             for viewer in [None, *(b for b, _ in bots)]:
                 assert dumps(arena.view(from_msg, viewer, None)) == \
