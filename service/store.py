@@ -27,8 +27,8 @@ counters). Channels: ``{p}game:{id}:changed`` carries ``{version}:{seat in turn}
 left the meta as it was, by ``:{status}:{deadline or ''}:{state json}`` — everything of
 the new version but the meta and the log, so a waiter that knows the meta answers without
 reading (``service.wakeups.game_message``); ``{p}bot:{id}:turn`` carries the new version
-whenever the game changes; each process hears them through one listener
-(``service.wakeups``).
+whenever a game becomes that bot's turn (a game joins its turn set); each process hears
+them through one listener (``service.wakeups``).
 
 Every change to a game goes through ``COMMIT`` (a Lua script): it checks the version the
 caller read is still current, then writes, bumps the version, moves indexes, records the
@@ -60,6 +60,9 @@ IDEM_TTL_S = 24 * 3600
 # new status, idem value ('' none), idem ttl, old turn bot, new turn bot, game id,
 # new deadline ('' none), seat in turn after the change ('' none or not said).
 # KEYS[7] rate counter ('' none), ARGV[13] its window seconds, ARGV[14] its limit.
+# ARGV[15] '1' when the game may have a deadline to move (it has a move limit): a game
+# without one touches neither the deadlines set nor the hash's deadline field. The turn
+# sets change (and the new bot's channel hears) only when the bot in turn changes.
 # Returns {1, new_version} | {0, current_version} | {2, stored idem value}
 # | {3, count, ttl_ms} (the rate limit is exceeded: nothing written).
 COMMIT = """
@@ -76,34 +79,43 @@ if KEYS[2] ~= '' then
 end
 if v ~= ARGV[1] then return {0, tonumber(v)} end
 local nv = tonumber(v) + 1
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'state', ARGV[2]) end
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'meta', ARGV[3]) end
+local fields = {'version', nv}
+if ARGV[2] ~= '' then fields[#fields + 1] = 'state'; fields[#fields + 1] = ARGV[2] end
+if ARGV[3] ~= '' then fields[#fields + 1] = 'meta'; fields[#fields + 1] = ARGV[3] end
 if ARGV[4] ~= '' then
-  local log = redis.call('HGET', KEYS[1], 'log') or ''
-  redis.call('HSET', KEYS[1], 'log', log .. ARGV[4])
+  fields[#fields + 1] = 'log'
+  fields[#fields + 1] = (redis.call('HGET', KEYS[1], 'log') or '') .. ARGV[4]
 end
 local old = redis.call('HGET', KEYS[1], 'status')
 if old ~= ARGV[5] then
   local score = redis.call('ZSCORE', KEYS[3] .. 'all', ARGV[10])
   redis.call('ZREM', KEYS[3] .. old, ARGV[10])
   if score then redis.call('ZADD', KEYS[3] .. ARGV[5], score, ARGV[10]) end
-  redis.call('HSET', KEYS[1], 'status', ARGV[5])
+  fields[#fields + 1] = 'status'
+  fields[#fields + 1] = ARGV[5]
 end
-redis.call('HSET', KEYS[1], 'version', nv)
-redis.call('ZREM', KEYS[6], ARGV[10] .. ':' .. v)
 if ARGV[11] ~= '' then
-  redis.call('ZADD', KEYS[6], ARGV[11], ARGV[10] .. ':' .. nv)
-  redis.call('HSET', KEYS[1], 'deadline', ARGV[11])
-else
-  redis.call('HDEL', KEYS[1], 'deadline')
+  fields[#fields + 1] = 'deadline'
+  fields[#fields + 1] = ARGV[11]
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+if ARGV[15] ~= '' then
+  redis.call('ZREM', KEYS[6], ARGV[10] .. ':' .. v)
+  if ARGV[11] ~= '' then
+    redis.call('ZADD', KEYS[6], ARGV[11], ARGV[10] .. ':' .. nv)
+  else
+    redis.call('HDEL', KEYS[1], 'deadline')
+  end
 end
 if KEYS[2] ~= '' then
   redis.call('SET', KEYS[2], ARGV[6] .. '|' .. nv, 'EX', tonumber(ARGV[7]))
 end
-if ARGV[8] ~= '' then redis.call('SREM', KEYS[4] .. ARGV[8] .. ':turns', ARGV[10]) end
-if ARGV[9] ~= '' then
-  redis.call('SADD', KEYS[4] .. ARGV[9] .. ':turns', ARGV[10])
-  redis.call('PUBLISH', KEYS[4] .. ARGV[9] .. ':turn', nv)
+if ARGV[8] ~= ARGV[9] then
+  if ARGV[8] ~= '' then redis.call('SREM', KEYS[4] .. ARGV[8] .. ':turns', ARGV[10]) end
+  if ARGV[9] ~= '' then
+    redis.call('SADD', KEYS[4] .. ARGV[9] .. ':turns', ARGV[10])
+    redis.call('PUBLISH', KEYS[4] .. ARGV[9] .. ':turn', nv)
+  end
 end
 local msg = nv .. ':' .. (ARGV[12] or '')
 if ARGV[2] ~= '' and ARGV[3] == '' then
@@ -470,6 +482,9 @@ class Store:
             str(turn_seat) if turn_seat is not None else "",
             window,
             limit,
+            "1" if (deadline is not None or game.deadline is not None
+                    or game.meta.get("move_limit")
+                    or (meta is not None and meta.get("move_limit"))) else "",
         ]
         out = self._commit(keys=keys, args=args)
         code, value = int(out[0]), out[1]
