@@ -24,7 +24,9 @@ bind = os.environ.get("ARENA_BIND") or f"0.0.0.0:{os.environ.get('PORT', '8000')
 # Two processes per 2-core box: the work is I/O-bound (Redis round trips), so more
 # workers buy little; gevent gives the concurrency within each worker.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
-worker_class = "gevent"
+# gunicorn's gevent worker, with each response's headers sent along with its body (one
+# write per small response instead of two; see ``service.gevent_worker``).
+worker_class = "service.gevent_worker.GeventWorker"
 # Simultaneous open connections per worker (long-polls and streams included).
 worker_connections = int(os.environ.get("ARENA_WORKER_CONNECTIONS", "2000"))
 timeout = 30
