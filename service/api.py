@@ -367,9 +367,8 @@ def act(game_id: str, bot_id: str, query: dict[str, Any], body: dict[str, Any]) 
                       errors={"Idempotency-Key": ["must be 1 to 100 characters"]})
     if_match = _if_match(request.headers.get("If-Match"))
     timing: dict[str, float] = {}
-    text = arena().act(game_id, bot_id, body, if_match, idem, query["wait"], timing)
-    version = json.loads(text)["version"]
-    resp = view_response(text, version)
+    view = arena().act(game_id, bot_id, body, if_match, idem, query["wait"], timing)
+    resp = view_response(dumps(view), view["version"])
     if query["wait"] > 0 and "committed" in timing:
         done = time.perf_counter()
         act_ms = (timing["committed"] - started) * 1000
@@ -403,7 +402,8 @@ def _if_match(raw: str | None) -> int | None:
 def turn(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     answer = arena().wait_turn(game_id, bot_id, query.get("seat"), query.get("after"),
                                query["timeout"])
-    return respond(sch(s.TurnAnswer), answer)
+    # TurnAnswer's own shape: the view is built in View's shape already (``view_of``)
+    return respond(None, {"timed_out": answer["timed_out"], "view": answer["view"]})
 
 
 @bp.get("/games/<game_id>/events")

@@ -32,7 +32,6 @@ from .engine import (
 )
 from .engine.record import record_from_events
 from .problems import Problem
-from .schemas import View
 from .store import Game, Store
 from .wakeups import GameMessage, Wakeups, game_message, glob_escape
 
@@ -42,7 +41,6 @@ WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 CAS_ATTEMPTS = 50
 KEEPALIVE_S = 5.0
 
-_VIEW = View()
 
 
 def dumps(data: Any) -> str:
@@ -88,6 +86,65 @@ def parse_event_id(text: str | None) -> tuple[int, int] | None:
     if not idx.isdigit():
         return None
     return int(ply), int(idx)
+
+
+def view_of(game: Game, engine_view: dict[str, Any], version: int, status: str,
+            deadline: float | None, now: float | None = None) -> dict[str, Any]:
+    """``engine_view`` wrapped with the game's identity, seats and deadline, built field
+    by field in ``schemas.View``'s order and types: exactly what ``View().dump`` makes of
+    it (tests/service/test_view_fields.py checks byte identity across random games, for
+    every seat and the spectator), without marshmallow's per-field cost on the hot path.
+    The engine's nested parts (kicks, tricks, score items) already have the nested
+    schemas' keys, order and types, so they pass through."""
+    v = engine_view
+    active = status == ACTIVE
+    limit = game.meta.get("move_limit")
+    names = game.meta["names"]
+    out: dict[str, Any] = {
+        "id": game.id,
+        "version": int(version),
+        "status": status,
+        "seats": [{"seat": i, "bot_id": b, "bot_name": names[i]}
+                  for i, b in enumerate(game.seats)],
+        "players": v["players"],
+        "seat": v["seat"],
+        "team": v["team"],
+        "your_turn": bool(v["legal_actions"]) and active,
+        "teams": v["teams"],
+        "variants": v["variants"],
+        "ply": v["ply"],
+        "phase": v["phase"],
+        "turn": v["turn"],
+        "decision": v["decision"],
+        "legal_actions": v["legal_actions"] if active else [],
+        "hand_number": v["hand_number"],
+        "dealer": v["dealer"],
+        "beggar": v["beggar"],
+        "beg": v["beg"],
+        "hand": v["hand"],
+        "hand_sizes": v["hand_sizes"],
+        "kicks": v["kicks"],
+        "trump": v["trump"],
+        "trick": v["trick"],
+        "tricks": v["tricks"],
+        "scores": v["scores"],
+        "target": v["target"],
+        "hand_items": v["hand_items"],
+        "last_hand_items": v["last_hand_items"],
+        "winner": v["winner"],
+    }
+    if "hands" in v:
+        out["hands"] = v["hands"]
+    if "seed" in v:
+        out["seed"] = v["seed"]
+    out["move_limit"] = float(limit) if limit is not None else None
+    if deadline is None:
+        out["deadline"] = out["time_left"] = None
+    else:
+        out["deadline"] = float(deadline)
+        left = deadline - (time.time() if now is None else now)
+        out["time_left"] = float(round(max(0.0, left), 3))
+    return out
 
 
 def game_from_message(game_id: str, meta: dict[str, Any], msg: GameMessage) -> Game:
@@ -243,23 +300,9 @@ class Arena:
                status: str, deadline: float | None = None) -> dict[str, Any]:
         """The engine's view for ``seat`` wrapped with the game's identity and seats, and
         the move deadline: ``deadline`` (unix seconds) and ``time_left`` (seconds, from
-        the service's clock at answer time)."""
+        the service's clock at answer time). Shaped as ``schemas.View`` dumps it."""
         engine_view = seat_view(state, seat) if seat is not None else spectator_view(state)
-        view = {
-            **engine_view,
-            "id": game.id,
-            "version": version,
-            "status": status,
-            "seats": self.seats_out(game),
-            "your_turn": bool(engine_view["legal_actions"]) and status == ACTIVE,
-            "move_limit": game.meta.get("move_limit"),
-            "deadline": deadline,
-            "time_left": (round(max(0.0, deadline - time.time()), 3)
-                          if deadline is not None else None),
-        }
-        if status != ACTIVE:
-            view["legal_actions"] = []
-        return _VIEW.dump(view)
+        return view_of(game, engine_view, version, status, deadline)
 
     def view(self, game: Game, bot_id: str | None, seat: int | None) -> dict[str, Any]:
         state = game.state
@@ -309,8 +352,8 @@ class Arena:
         idem: str | None,
         wait: float = 0.0,
         timing: dict[str, float] | None = None,
-    ) -> str:
-        """Apply one action for ``bot_id``; returns the new view as JSON text.
+    ) -> dict[str, Any]:
+        """Apply one action for ``bot_id``; returns the new view.
 
         ``timing`` (if given) gets ``committed``: ``time.perf_counter()`` when the action
         was applied, before any waiting. ``wait`` > 0: then answer when it is this bot's
@@ -333,8 +376,8 @@ class Arena:
         waiter: Any = None,
         wait_until: float = 0.0,
         timing: dict[str, float] | None = None,
-    ) -> str:
-        """Apply one action for ``bot_id``; returns the new view as JSON text.
+    ) -> dict[str, Any]:
+        """Apply one action for ``bot_id``; returns the new view.
 
         Read, apply the engine, then compare-and-set. When another write got in first the
         game is re-read and the action re-validated against the new position, so it
@@ -377,7 +420,7 @@ class Arena:
         self, game_id: str, bot_id: str, body: dict[str, Any], if_match: int | None,
         idem_key: str, action: int, body_hash: str, game: Game, generation: int | None,
         waiter: Any, wait_until: float, timing: dict[str, float] | None, guess: bool = False,
-    ) -> str | None:
+    ) -> dict[str, Any] | None:
         """Judge the action on ``game`` and compare-and-set it: the answer, or None when
         the game had moved on (read it again and retry). A cached ``game`` is a ``guess``:
         a refusal judged on it is None too (judge again on a fresh read), never an answer."""
@@ -409,7 +452,7 @@ class Arena:
                 return self._after_action(waiter, wait_until, game, new_state, seat,
                                           int(value), status, deadline, bot_id,
                                           body.get("seat"))
-            return dumps(self.render(game, new_state, seat, int(value), status, deadline))
+            return self.render(game, new_state, seat, int(value), status, deadline)
         if code == 2:  # a retry with this key won the race: answer as it was answered
             return self._replay_answer(self.get(game_id), value.decode(), body_hash)
         if code == -1:
@@ -449,7 +492,8 @@ class Arena:
             return state.turn
         return held[0]
 
-    def _replay_answer(self, game: Game, stored: str, body_hash: str) -> str:
+    def _replay_answer(self, game: Game, stored: str, body_hash: str
+                       ) -> dict[str, Any]:
         """The answer first given for an Idempotency-Key, rebuilt from the action log
         (with the deadline it had; only ``time_left`` is counted again)."""
         parts = stored.split("|")
@@ -462,7 +506,7 @@ class Arena:
         for a in game.actions[: int(ply)]:
             state, _ = apply(state, a)
         status = status_of(state, game.seats)
-        return dumps(self.render(game, state, int(seat), int(version), status, deadline))
+        return self.render(game, state, int(seat), int(version), status, deadline)
 
     # --- timeouts --------------------------------------------------------------------------
 
@@ -624,20 +668,20 @@ class Arena:
         self, waiter: Any, wait_until: float, game: Game, state: State, seat: int,
         version: int, status: str, deadline: float | None, bot_id: str,
         body_seat: int | None,
-    ) -> str:
+    ) -> dict[str, Any]:
         """The answer of an action sent with ``wait``: at once if the game is over or it is
         still this bot's turn, else when its turn comes again (read once, when the
         listener says it is), the game ends, or the time is up — then the view as it is
         (the view right after the action, if nothing happened since)."""
         held = self._held(game, bot_id, body_seat)
         if status != ACTIVE or state.turn in held:
-            return dumps(self.render(game, state, seat, version, status, deadline))
+            return self.render(game, state, seat, version, status, deadline)
         ready = self._ready_check(bot_id, body_seat, True, None)
         newer, _ = self._await(waiter, wait_until, game.id, version, game.meta, held, None,
                                ready, bot_id, body_seat)
         if newer is None:
-            return dumps(self.render(game, state, seat, version, status, deadline))
-        return dumps(self.view(newer, bot_id, body_seat))
+            return self.render(game, state, seat, version, status, deadline)
+        return self.view(newer, bot_id, body_seat)
 
     @staticmethod
     def _held(game: Game, bot_id: str | None, seat: int | None) -> list[int]:

@@ -1,0 +1,79 @@
+"""Views are built without marshmallow (``arena.view_of``): byte for byte what the
+``View`` schema dumps, for every seat and the spectator across random games."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from service.arena import ACTIVE, FINISHED, WAITING, dumps, view_of
+from service.engine import Variants, apply, legal_actions, new_game, seat_view, spectator_view
+from service.schemas import TurnAnswer, View
+from service.store import Game
+
+SCHEMA = View()
+
+
+def schema_view(game: Game, engine_view: dict[str, Any], version: int, status: str,
+                deadline: float | None, now: float) -> dict[str, Any]:
+    """The view as it was made before ``view_of``: the input dict, dumped by the schema."""
+    seats = [{"seat": i, "bot_id": b, "bot_name": game.meta["names"][i]}
+             for i, b in enumerate(game.seats)]
+    view = {
+        **engine_view,
+        "id": game.id,
+        "version": version,
+        "status": status,
+        "seats": seats,
+        "your_turn": bool(engine_view["legal_actions"]) and status == ACTIVE,
+        "move_limit": game.meta.get("move_limit"),
+        "deadline": deadline,
+        "time_left": round(max(0.0, deadline - now), 3) if deadline is not None else None,
+    }
+    if status != ACTIVE:
+        view["legal_actions"] = []
+    return SCHEMA.dump(view)
+
+
+@pytest.mark.parametrize("players,move_limit,variants", [
+    (2, None, {}),
+    (4, None, {}),
+    (4, 10, {"target": 3}),
+    (2, 2.5, {"pack_runs_out": "redeal", "game_point_value": 2}),
+    (4, None, {"tobago_kick": True, "under_trumping": True, "void_may_discard": True}),
+])
+def test_view_fields_match_the_schema(players, move_limit, variants):
+    rng = random.Random(players * 1000 + len(variants))
+    compared = 0
+    for _ in range(2):
+        seed = rng.getrandbits(40)
+        seats = ["a1b2c3d4e5f6", None, "0a1b2c3d4e5f", "0a1b2c3d4e5f"][:players]
+        names = ["alpha", None, "béta \"q\"", "béta \"q\""][:players]
+        meta: dict[str, Any] = {"players": players, "seed": seed, "seats": seats,
+                                "names": names}
+        if move_limit is not None:
+            meta["move_limit"] = move_limit
+        state, _ = new_game(players, seed, Variants.from_dict(variants))
+        version = 1
+        while True:
+            game = Game("abcdef012345", version, ACTIVE, meta, "", "")
+            now = 1_700_000_000.0 + rng.random() * 1000
+            statuses = [ACTIVE] if rng.random() < 0.9 else [WAITING, ACTIVE, FINISHED]
+            for status in statuses if not state.is_over else (FINISHED,):
+                deadline = (round(now + rng.uniform(-3, 30), 3)
+                            if move_limit is not None and status == ACTIVE else None)
+                for seat in [None, *range(players)]:
+                    ev = seat_view(state, seat) if seat is not None else spectator_view(state)
+                    fast = view_of(game, ev, version, status, deadline, now)
+                    slow = schema_view(game, ev, version, status, deadline, now)
+                    assert dumps(fast) == dumps(slow)
+                    assert dumps(TurnAnswer().dump({"timed_out": False, "view": fast})) == \
+                        dumps({"timed_out": False, "view": fast})
+                    compared += 1
+            if state.is_over:
+                break
+            state, _ = apply(state, rng.choice(legal_actions(state)))
+            version += 1
+    assert compared > 100
