@@ -242,7 +242,7 @@ def test_serve_without_redis_url_starts_embedded_server_and_gunicorn(serve) -> N
     assert resp(port, "CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
     commands = " | ".join(service.seen.values())
     assert "valkey-server" in commands and "gunicorn" in commands, commands
-    assert "gevent" in service.output()  # gunicorn logs "Using worker: gevent"
+    assert "gevent" in service.output()  # "Using worker: service.gevent_worker.GeventWorker"
 
 
 def test_games_survive_a_restart_with_the_same_data_dir(serve, tmp_path: Path) -> None:
@@ -450,7 +450,15 @@ def test_dockerfile_cmd_and_healthcheck_run_against_a_real_redis(
         )
         assert proc.poll() is None, (tmp_path / "gunicorn.log").read_text()
         assert http_status(f"http://127.0.0.1:{port}/readyz") == 200
-        assert "Using worker: gevent" in (tmp_path / "gunicorn.log").read_text()
+        # Our gevent worker (one send per response), a subclass of gunicorn's.
+        from gunicorn.workers.ggevent import GeventWorker
+
+        from service import gunicorn_conf
+        from service.gevent_worker import GeventWorker as Ours
+
+        assert issubclass(Ours, GeventWorker)
+        used = f"Using worker: {gunicorn_conf.worker_class}"
+        assert used in (tmp_path / "gunicorn.log").read_text()
     finally:
         stop_process(proc, signal.SIGTERM)
         log.close()
