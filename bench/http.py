@@ -297,8 +297,14 @@ class Table:
         self.game_id: str | None = None
 
 
-def player(port: int, table: Table, seat: int, shared: Shared, start: threading.Barrier,
-           act_wait: bool = True) -> None:
+def player(
+    port: int,
+    table: Table,
+    seat: int,
+    shared: Shared,
+    start: threading.Barrier,
+    act_wait: bool = True,
+) -> None:
     bot = table.bots[seat]
     client = Client(port, bot["token"])
     rng = random.Random(f"{bot['id']}")
@@ -335,8 +341,9 @@ def server_timing(header: str | None) -> dict[str, float]:
     return out
 
 
-def play_game(client: Client, game_id: str, rng: random.Random, shared: Shared,
-              act_wait: bool = True) -> None:
+def play_game(
+    client: Client, game_id: str, rng: random.Random, shared: Shared, act_wait: bool = True
+) -> None:
     """Play one seat to the end. With ``act_wait`` (how a bot saves a request per move)
     each action is ``POST .../actions?wait=N``, which answers on the seat's next turn;
     the long-poll is needed only to start, or after a timed-out wait. Its latency is the
@@ -393,15 +400,17 @@ def play_game(client: Client, game_id: str, rng: random.Random, shared: Shared,
 
 
 def play_phase(
-    port: int, bots: list[dict[str, Any]], seconds: float | None, games: int | None,
+    port: int,
+    bots: list[dict[str, Any]],
+    seconds: float | None,
+    games: int | None,
     act_wait: bool = True,
 ) -> dict[str, Any]:
     tables = [Table(bots[i : i + 4], seed=i) for i in range(0, len(bots), 4)]
     start = threading.Barrier(len(bots) + 1)
     shared = Shared(None, games)
     threads = [
-        threading.Thread(target=player, args=(port, t, s, shared, start, act_wait),
-                         daemon=True)
+        threading.Thread(target=player, args=(port, t, s, shared, start, act_wait), daemon=True)
         for t in tables
         for s in range(4)
     ]
