@@ -560,6 +560,7 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
         _say(f"tournament {tour.id}: {fmt.replace('_', ' ')}, {len(entrants)} entrants, "
              f"{tour.progress['games_planned']} games of {args.players} players "
              f"({tour.progress['rounds_planned']} rounds)")
+        _say(f"watch it at {server}/tournaments/{tour.id}")
         _start_runners(entrants, strategies, args.workers, stop)
         deadline = time.monotonic() + args.timeout if args.timeout else None
         timed_out = False
