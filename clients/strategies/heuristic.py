@@ -201,6 +201,10 @@ def follow(k: Knowledge, legal: list[int]) -> int:
         return jack  # our jack takes a trick for us: it scores 1 and cannot be hung
     winners = [c for c in winners if c != jack]
     safe = [c for c in safe if c != jack]
+    reserve = jack_catcher(k, legal)
+    if at_stake < 10:  # keep a trump that can hang the opponents' jack for when it falls
+        safe = [c for c in safe if c != reserve]
+        winners = [c for c in winners if c != reserve]
     tens = [c for c in safe if c % 13 == 8]
     if tens:
         return tens[0]  # a ten that takes the trick brings its own 10 Game points home
@@ -212,6 +216,15 @@ def follow(k: Knowledge, legal: list[int]) -> int:
     if non_trump_winners:
         return cheapest(non_trump_winners, k.trump)
     return cheapest(legal, k.trump)
+
+
+def jack_catcher(k: Knowledge, legal: list[int]) -> int | None:
+    """Our lowest trump above the jack while the jack is still unseen, else None."""
+    jack = k.trump * 13 + JACK
+    if not k.unseen >> jack & 1:
+        return None
+    above = [c for c in legal if c // 13 == k.trump and c > jack]
+    return min(above) if above else None
 
 
 def _opponents(k: Knowledge) -> list[int]:

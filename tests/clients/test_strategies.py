@@ -16,7 +16,8 @@ from clients.strategies import (
     get_strategy,
 )
 from clients.strategies.duel import duplicate_pair
-from clients.strategies.knowledge import read_view
+from clients.strategies.heuristic import follow
+from clients.strategies.knowledge import Knowledge, mask, read_view
 from clients.strategies.search import (
     _matching_deal,
     determinize,
@@ -197,6 +198,38 @@ def test_heuristic_beats_random_over_duplicate_deals():
     margins = [m for g in games for m in g.hand_margins]
     assert wins / len(games) >= 0.65
     assert sum(margins) / len(margins) >= 0.4
+
+
+def test_heuristic_keeps_a_trump_above_the_unseen_jack_for_the_jack():
+    """Fourth to a pointless trick: the ace of trumps would take it safely, but while the
+    opponents' jack is unseen it is kept to hang the jack; once the jack is out, it takes."""
+    ace, five_of_trumps, four_led_suit = 12, 3, 15
+    trick = [17, 14, 20]  # led suit 1, no card points, seat 2 (an opponent) winning
+
+    def knowledge(played_before: list[int]) -> Knowledge:
+        k = Knowledge(
+            players=4,
+            seat=3,
+            hand=mask([ace, four_led_suit]),
+            trump=0,
+            dealer=3,
+            beggar=0,
+            leader=0,
+            trick=trick,
+            tricks=[],
+            kicks=[five_of_trumps],
+            hand_sizes=[1, 1, 1, 2],
+            scores=[0, 0],
+            target=14,
+            variants={},
+        )
+        k.played = mask(trick + played_before)
+        k.forbidden = [0] * 4
+        return k
+
+    assert follow(knowledge([]), [ace, four_led_suit]) == four_led_suit
+    jack_of_trumps = 9
+    assert follow(knowledge([jack_of_trumps]), [ace, four_led_suit]) == ace
 
 
 def test_determinized_state_before_play_runs_the_pack_from_a_sampled_stock():
