@@ -172,12 +172,17 @@ class Arena:
         # re-check of open tournaments repairs it.
         self.on_finish: list[Callable[[Game], None]] = []
 
-    def _heard(self, channel: str, data: Any, generation: int) -> None:
-        """Every message the listener hears: game changes move the game cache on."""
+    def _heard(self, channel: str, data: Any, generation: int) -> Any:
+        """Every message the listener hears: game changes move the game cache on; the
+        parsed message (header only: the state is decoded when someone needs it) is what
+        the game's waiters get."""
         head, tail = self._game_channel
         if channel.startswith(head) and channel.endswith(tail):
             game_id = channel[len(head):-len(tail)]
-            self.store.games.heard(game_id, game_message(data), generation)
+            msg = game_message(data)
+            self.store.games.heard(game_id, msg, generation)
+            return msg
+        return None
 
     def _finished(self, game: Game, status: str) -> None:
         if status != FINISHED or not game.meta.get("tournament"):
@@ -633,7 +638,8 @@ class Arena:
                 g = self.get(game_id)
                 stale = False
             else:
-                g = game_from_message(game_id, meta, latest)
+                g = (self.store.games.at(game_id, latest.version)
+                     or game_from_message(game_id, meta, latest))
             skipped = False
             if ready(g):
                 return g, False

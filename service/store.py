@@ -45,7 +45,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -193,10 +193,16 @@ class Game:
     state_json: str
     log: str
     deadline: float | None = None
+    # The decoded state, once someone asked (states are copy-on-write: never changed in
+    # place, so one decoded copy serves every request that shares this Game).
+    _state: State | None = field(default=None, repr=False, compare=False)
 
     @property
     def state(self) -> State:
-        return State.from_dict(json.loads(self.state_json))
+        state = self._state
+        if state is None:
+            state = self._state = State.from_dict(json.loads(self.state_json))
+        return state
 
     @property
     def actions(self) -> list[int]:
@@ -242,6 +248,14 @@ class GameCache:
                 return None
             self._games.move_to_end(game_id)
             return entry[0]
+
+    def at(self, game_id: str, version: int) -> Game | None:
+        """The cached game if it is at ``version`` (a version's content never changes, so
+        no generation check is needed): lets waiters share one decoded state."""
+        entry = self._games.get(game_id)
+        if entry is None or entry[0].version != version:
+            return None
+        return entry[0]
 
     def put(self, game: Game, generation: int | None) -> None:
         """Keep ``game`` unless a newer version is known already."""
@@ -495,7 +509,8 @@ class Store:
             self.games.put(Game(game.id, int(value), status,
                                 meta if meta is not None else game.meta,
                                 state_json or game.state_json, None,  # type: ignore[arg-type]
-                                deadline), cache_generation)
+                                deadline, state if state is not None else game._state),
+                           cache_generation)
         return code, value
 
     def idem_key(self, bot_id: str, key: str) -> str:

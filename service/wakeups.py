@@ -64,22 +64,37 @@ class GameMessage(NamedTuple):
 
 def game_message(data: bytes | str | None) -> GameMessage | None:
     """``b"12:3"`` → (12, 3); ``b"12:"`` or ``b"12"`` → (12, None);
-    ``b"12:3:active:1700000000.000:{...}"`` → with status, deadline and the state JSON;
+    ``b"12:3:active:1700000000.000:{...}"`` → with status, deadline and the state JSON
+    (left as it came, bytes or str: only the header is decoded);
     None for a reset or anything unreadable (the waiter then re-reads, which is always
     safe)."""
     if data is None:
         return None
-    text = data.decode() if isinstance(data, bytes) else str(data)
-    parts = text.split(":", 4)
+    if isinstance(data, GameMessage):
+        return data
+    if isinstance(data, bytes):
+        parts = data.split(b":", 4)
+        try:
+            version = int(parts[0])
+            seat = int(parts[1]) if len(parts) > 1 and parts[1] else None
+            if len(parts) < 5:
+                return GameMessage(version, seat)
+            deadline = float(parts[3]) if parts[3] else None
+            status = parts[2].decode()
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return GameMessage(version, seat, status, deadline, parts[4])  # type: ignore[arg-type]
+    text = str(data)
+    parts_ = text.split(":", 4)
     try:
-        version = int(parts[0])
-        seat = int(parts[1]) if len(parts) > 1 and parts[1] else None
-        if len(parts) < 5:
+        version = int(parts_[0])
+        seat = int(parts_[1]) if len(parts_) > 1 and parts_[1] else None
+        if len(parts_) < 5:
             return GameMessage(version, seat)
-        deadline = float(parts[3]) if parts[3] else None
+        deadline = float(parts_[3]) if parts_[3] else None
     except ValueError:
         return None
-    return GameMessage(version, seat, parts[2], deadline, parts[4])
+    return GameMessage(version, seat, parts_[2], deadline, parts_[4])
 
 
 class Waiter:
@@ -126,6 +141,8 @@ class Wakeups:
         self.idle_s = idle_s
         # Called by the listener with (channel, data, generation) for every message,
         # before the waiters hear it (``Arena`` keeps its game cache current with it).
+        # What it returns, unless None, is delivered to the waiters instead of the raw
+        # data (a message parsed once per process, not once per waiter).
         self.on_message: Any = None
         self._reset_process()
 
@@ -221,15 +238,19 @@ class Wakeups:
                 channel = msg["channel"]
                 if isinstance(channel, bytes):
                     channel = channel.decode()
+                data = msg["data"]
                 if self.on_message is not None:
                     try:
-                        self.on_message(channel, msg["data"], generation)
+                        parsed = self.on_message(channel, data, generation)
                     except Exception:
                         log.exception("wake-up hook failed")
+                    else:
+                        if parsed is not None:  # the hook's reading: waiters get that
+                            data = parsed
                 group = self._waiters.get(channel)
                 if group:
                     for w in list(group):
-                        w._deliver(msg["data"])
+                        w._deliver(data)
         except Exception as exc:  # the connection broke: everyone re-checks
             log.warning("wake-up listener lost its connection: %s", exc)
             with self._lock:

@@ -70,7 +70,10 @@ def test_old_and_stateless_messages_parse():
     assert game_message(b"12:") == (12, None, None, None, None)
     assert game_message(b"12") == (12, None, None, None, None)
     m = game_message(b'13:1:active:1700000000.500:{"a":":"}')
-    assert m == (13, 1, "active", 1700000000.5, '{"a":":"}')
-    assert game_message(b"13::finished::{}") == (13, None, "finished", None, "{}")
+    # only the header is decoded: the state JSON stays as it came (bytes here)
+    assert m == (13, 1, "active", 1700000000.5, b'{"a":":"}')
+    assert game_message(b"13::finished::{}") == (13, None, "finished", None, b"{}")
+    assert game_message('13:1:active::{"a":":"}') == (13, 1, "active", None, '{"a":":"}')
+    assert game_message(m) is m
     assert game_message(b"x:1") is None
     assert game_message(None) is None
