@@ -264,7 +264,9 @@ def lead(k: Knowledge, legal: list[int]) -> int:
     side = [c for c in legal if c // 13 != trump]
     if side:
         masters = [c for c in side if not k.unseen & SUIT_MASK[c // 13] & ~((2 << c) - 1)]
-        if masters:  # nothing higher is out: only a trump can take it
+        # a master led into a possible trump hands its points over: lead it only when safe
+        masters = [c for c in masters if not could_beat(k, c, _opponents(k))]
+        if masters:  # nothing higher is out and no opponent can trump it
             return max(masters, key=lambda c: (GAME_POINTS[c], c % 13))
         plain = [c for c in side if GAME_POINTS[c] < 10] or side
         return cheapest(plain, trump)

@@ -16,7 +16,7 @@ from clients.strategies import (
     get_strategy,
 )
 from clients.strategies.duel import duplicate_pair
-from clients.strategies.heuristic import follow
+from clients.strategies.heuristic import follow, lead
 from clients.strategies.knowledge import Knowledge, mask, read_view
 from clients.strategies.search import (
     _matching_deal,
@@ -230,6 +230,37 @@ def test_heuristic_keeps_a_trump_above_the_unseen_jack_for_the_jack():
     assert follow(knowledge([]), [ace, four_led_suit]) == four_led_suit
     jack_of_trumps = 9
     assert follow(knowledge([jack_of_trumps]), [ace, four_led_suit]) == ace
+
+
+def test_heuristic_leads_a_master_only_when_no_opponent_can_trump_it():
+    """The top card of a side suit is led only when the opponents cannot trump it."""
+    ace_of_suit_1, three_of_suit_2 = 25, 27
+    trumps = (1 << 13) - 1
+
+    def knowledge(opponents_void_in_trumps: bool) -> Knowledge:
+        k = Knowledge(
+            players=4,
+            seat=0,
+            hand=mask([ace_of_suit_1, three_of_suit_2]),
+            trump=0,
+            dealer=3,
+            beggar=0,
+            leader=0,
+            trick=[],
+            tricks=[],
+            kicks=[3],
+            hand_sizes=[2, 2, 2, 2],
+            scores=[0, 0],
+            target=14,
+            variants={},
+        )
+        void = trumps if opponents_void_in_trumps else 0
+        k.forbidden = [0, void, 0, void]
+        return k
+
+    legal = [ace_of_suit_1, three_of_suit_2]
+    assert lead(knowledge(False), legal) == three_of_suit_2
+    assert lead(knowledge(True), legal) == ace_of_suit_1
 
 
 def test_determinized_state_before_play_runs_the_pack_from_a_sampled_stock():
