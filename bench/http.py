@@ -33,7 +33,9 @@ What it does, in one run:
    round trip (a ``PING``; it is exempt from the rate limiter, so no second round trip)
    and nothing else: the floor of what a request through this stack costs. ``GET
    /bots/{id}`` would do two (the rate-limit script, then ``HGETALL``). ``ratio`` =
-   actions_per_s / floor_rps.
+   actions_per_s / floor_rps. The floor is measured twice, half before the play phase and
+   half after it, and averaged (``floor_rps_before_after``): the host's speed changes by
+   half within a minute at times, and one slow spell must not decide the ratio.
 5. ``redis_bytes_per_game``: one more 4-player game played by this process, with
    ``MEMORY USAGE key SAMPLES 0`` summed over every key that belongs to it after each
    action: keys named after the game in full (its hash), plus, for each set or sorted set
@@ -558,7 +560,9 @@ def main() -> None:
     )
     group.add_argument("--games", type=int, default=None, help="play this many games in all")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
-    parser.add_argument("--floor-seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--floor-seconds", type=float, default=6.0, help="split before and after the play phase"
+    )
     parser.add_argument(
         "--no-act-wait",
         action="store_true",
@@ -594,6 +598,12 @@ def main() -> None:
                 setup.get("/readyz")
 
             procs = {"gunicorn": children(gunicorn.pid), "redis": [redis_proc.pid]}
+            # The floor is measured before and after the play phase and averaged: this
+            # host's speed can change by half within a minute (a busy sibling hardware
+            # thread), and the ratio must not hinge on which phase caught a slow spell.
+            gcpu0 = sum(cpu_seconds(p) for p in procs["gunicorn"])
+            floor_before = floor_phase(port, args.players, args.floor_seconds / 2)
+            floor_cpu = sum(cpu_seconds(p) for p in procs["gunicorn"]) - gcpu0
             cpu0 = {k: sum(cpu_seconds(p) for p in v) for k, v in procs.items()}
             client0 = own_cpu()
             stats0 = r.info("stats")
@@ -613,8 +623,14 @@ def main() -> None:
             cpu["client"] = own_cpu() - client0
 
             gcpu0 = sum(cpu_seconds(p) for p in procs["gunicorn"])
-            floor = floor_phase(port, args.players, args.floor_seconds)
-            floor_cpu = sum(cpu_seconds(p) for p in procs["gunicorn"]) - gcpu0
+            floor_after = floor_phase(port, args.players, args.floor_seconds / 2)
+            floor_cpu += sum(cpu_seconds(p) for p in procs["gunicorn"]) - gcpu0
+            floor = {
+                "rps": (floor_before["rps"] + floor_after["rps"]) / 2,
+                "errors": floor_before["errors"] + floor_after["errors"],
+                "requests": floor_before["requests"] + floor_after["requests"],
+                "before_after": [round(floor_before["rps"], 1), round(floor_after["rps"], 1)],
+            }
             sizes = bytes_phase(port, r, prefix, bots)
         finally:
             stop(gunicorn)
@@ -637,6 +653,7 @@ def main() -> None:
         "p50_ms": round(pct(played["latencies"], 0.5) * 1000, 2),
         "p99_ms": round(p99_ms, 2),
         "floor_rps": round(floor["rps"], 1),
+        "floor_rps_before_after": floor["before_after"],
         "ratio": round(ratio, 3),
         "wake_p50_ms": round(pct(played["wakes"], 0.5) * 1000, 2),
         "wake_p99_ms": round(wake_p99_ms, 2),

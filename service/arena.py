@@ -33,7 +33,7 @@ from .engine import (
 from .engine.record import record_from_events
 from .problems import Problem
 from .store import Game, Store
-from .wakeups import GameMessage, Wakeups, game_message, glob_escape
+from .wakeups import SKIP, GameMessage, Wakeups, game_message, glob_escape
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +167,9 @@ class Arena:
         self.wakeups = Wakeups(store.r, [f"{prefix}game:*:changed", f"{prefix}bot:*:turn"])
         self.wakeups.on_message = self._heard
         self._game_channel = (f"{store.p}game:", ":changed")
+        # game id -> the newest version this process handed to its own waiters when it
+        # committed it (``_tell_local_waiters``), until the listener hears Redis echo it.
+        self._told: dict[str, int] = {}
         # Called with a game that an action (or a timeout) just finished, if it belongs to
         # a tournament. Best effort: a failure is logged and the sweeper's periodic
         # re-check of open tournaments repairs it.
@@ -181,8 +184,32 @@ class Arena:
             game_id = channel[len(head):-len(tail)]
             msg = game_message(data)
             self.store.games.heard(game_id, msg, generation)
+            told = self._told.get(game_id)
+            if told is not None and msg is not None:
+                if msg.version >= told:
+                    self._told.pop(game_id, None)
+                if msg.version == told:
+                    return SKIP  # this process's waiters heard it when it was committed
             return msg
         return None
+
+    def _tell_local_waiters(self, game_id: str, version: int) -> None:
+        """Wake this process's waiters on a change it has just committed, without waiting
+        for Redis to echo the message back: a waiting seat served by the same worker
+        answers right after the commit. The committed game is in the cache (it is kept
+        there whenever a listener runs, and without one nobody waits)."""
+        channel = self.store.game_channel(game_id)
+        if not self.wakeups.has_waiters(channel):
+            return
+        game = self.store.games.at(game_id, version)
+        if game is None:
+            return
+        if len(self._told) > 10_000:  # echoes lost to a reconnect: forget, at worst a
+            self._told.clear()         # waiter hears a change twice (it ignores the repeat)
+        self._told[game_id] = version
+        turn = game.state.turn if game.status == ACTIVE else None
+        self.wakeups.deliver(channel, GameMessage(version, turn, game.status, game.deadline,
+                                                  game.state_json))
 
     def _finished(self, game: Game, status: str) -> None:
         if status != FINISHED or not game.meta.get("tournament"):
@@ -450,6 +477,7 @@ class Arena:
             cache_generation=generation,
         )
         if code == 1:
+            self._tell_local_waiters(game_id, int(value))
             self._finished(game, status)
             if timing is not None:
                 timing["committed"] = time.perf_counter()

@@ -48,6 +48,9 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
 
 IDLE_S = 20.0  # the listener ends after this long with no waiters
+# What ``on_message`` returns for a message this process's waiters had already (it was
+# handed to them when this process committed it, see ``Wakeups.deliver``).
+SKIP = object()
 POLL_S = 1.0  # how often an idle listener looks at its waiters
 
 
@@ -159,6 +162,19 @@ class Wakeups:
     def waiter(self, channel: str) -> Waiter:
         return Waiter(self, channel)
 
+    def has_waiters(self, channel: str) -> bool:
+        return bool(self._waiters.get(channel))
+
+    def deliver(self, channel: str, data: Any) -> None:
+        """Hand ``data`` to this process's waiters on ``channel``. The listener calls it
+        for each message; a request that has just committed a change calls it too, so
+        waiters in its own process hear at once rather than after Redis echoes the
+        message back (``on_message`` then answers ``SKIP`` for the echo)."""
+        group = self._waiters.get(channel)
+        if group:
+            for w in list(group):
+                w._deliver(data)
+
     def live_generation(self) -> int | None:
         """The running listener's generation, None when none runs in this process."""
         if self._running and self._pid == os.getpid():
@@ -245,12 +261,11 @@ class Wakeups:
                     except Exception:
                         log.exception("wake-up hook failed")
                     else:
+                        if parsed is SKIP:
+                            continue
                         if parsed is not None:  # the hook's reading: waiters get that
                             data = parsed
-                group = self._waiters.get(channel)
-                if group:
-                    for w in list(group):
-                        w._deliver(data)
+                self.deliver(channel, data)
         except Exception as exc:  # the connection broke: everyone re-checks
             log.warning("wake-up listener lost its connection: %s", exc)
             with self._lock:

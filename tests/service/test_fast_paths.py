@@ -215,3 +215,47 @@ def test_rate_limit_counted_by_the_commit_of_a_cached_game(key_prefix):
     assert r2.status_code == 429 and r2.json["type"].endswith("/rate-limited")
     app.config["ARENA_RATE_LIMIT"] = 0
     assert api.view(game_id).json["version"] == version
+
+
+def test_a_commit_wakes_this_process_waiters_once_without_the_redis_echo(app, api):
+    """A change committed by this process reaches its own waiters at the commit (no trip
+    through Redis pub/sub), and the listener does not hand them Redis's echo of it again;
+    a change committed elsewhere still arrives through the listener."""
+    from service.wakeups import GameMessage
+
+    arena = app.extensions["arena"]
+    store = arena.store
+    game_id, tokens = api.table(4, seed=4)
+    arena.wakeups.start()
+    seat = api.view(game_id).json["turn"]
+    w = api.view(game_id, tokens[seat]).json
+    waiter = arena.wakeups.waiter(store.game_channel(game_id)).__enter__()
+    try:
+        # the listener is held at its first message: only the commit itself can deliver
+        gate = threading.Event()
+        hook = arena.wakeups.on_message
+
+        def held(channel, data, generation):
+            gate.wait(10)
+            return hook(channel, data, generation)
+
+        arena.wakeups.on_message = held
+        try:
+            assert api.act(game_id, tokens[seat], w["legal_actions"][0]).status_code == 200
+            heard = list(waiter.messages)
+        finally:
+            arena.wakeups.on_message = hook
+            gate.set()  # now Redis's echo of that change goes through: not delivered again
+        assert [m.version for m in heard] == [w["version"] + 1]
+        assert isinstance(heard[0], GameMessage) and heard[0].state_json
+        assert heard[0].seat == api.view(game_id).json["turn"]
+        time.sleep(0.5)
+        assert [m.version for m in waiter.messages] == [w["version"] + 1]
+        # a change this process did not commit (another worker's, say) comes via Redis
+        store.r.publish(store.game_channel(game_id), f"{w['version'] + 2}:1")
+        deadline = time.monotonic() + 5
+        while len(waiter.messages) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [m.version for m in waiter.messages] == [w["version"] + 1, w["version"] + 2]
+    finally:
+        waiter.__exit__(None, None, None)
