@@ -264,6 +264,11 @@ class GameCache:
         with self._lock:
             entry = self._games.get(game.id)
             if entry is not None and entry[1] == generation and entry[0].version >= game.version:
+                known = entry[0]
+                if known.version == game.version and known._state is None:
+                    # the listener stored this version from its message before the commit
+                    # that made it could: keep the committer's decoded state with it
+                    known._state = game._state
                 return
             self._games[game.id] = (game, generation)
             self._games.move_to_end(game.id)

@@ -259,3 +259,26 @@ def test_a_commit_wakes_this_process_waiters_once_without_the_redis_echo(app, ap
         assert [m.version for m in waiter.messages] == [w["version"] + 1, w["version"] + 2]
     finally:
         waiter.__exit__(None, None, None)
+
+
+def test_the_game_cache_keeps_a_committers_decoded_state(app, api):
+    """When the listener stores a version from its message before the commit that made it
+    gets to, the commit's decoded state joins that entry: the next action on the game
+    decodes nothing."""
+    from service.store import GameCache
+    from service.wakeups import game_message
+
+    store = app.extensions["arena"].store
+    game_id, _ = api.table(2, seed=5)
+    old = store.get_game(game_id)
+    cache = GameCache()
+    cache.put(old, 1)
+    state = old.state
+    message = game_message(f"{old.version + 1}:1:active::{old.state_json}".encode())
+    cache.heard(game_id, message, 1)  # the echo of the commit arrives first
+    heard = cache.get(game_id, 1)
+    assert heard.version == old.version + 1 and heard._state is None
+    committed = type(old)(game_id, old.version + 1, "active", old.meta, old.state_json, None,
+                          None, state)
+    cache.put(committed, 1)  # then the committer stores what it committed
+    assert cache.get(game_id, 1)._state is state
