@@ -14,7 +14,10 @@ A bot author writes one function ``(view, legal) -> action`` or a class with
 The runner long-polls ``GET /bots/me/turns`` for the games (all of them, any number) where
 it is the bot's turn, and hands each to a small thread pool. A worker fetches the view,
 asks the strategy, and posts the action with the view's ``version``; while the answer says
-it is still the bot's turn (it holds two seats, or leads again) it goes on. A
+it is still the bot's turn it goes on. While no other game is waiting for a worker, the
+action also waits for the bot's next turn in that game (``POST …/actions?wait=``, up to
+``act_wait`` seconds): the answer is the next view to decide on, so a move costs one
+request instead of a turn poll, a view and an action. A
 ``not-your-turn``/``version-conflict``/``precondition-failed`` answer means the game moved
 on: the worker re-fetches and decides again. Network trouble that outlasts the client's
 own retries is waited out with a growing backoff. Stop it with ``stop()``, a
@@ -95,6 +98,9 @@ class BotRunner:
       has played is still going.
     - ``stop_event``: a ``threading.Event`` that stops the runner when set.
     - ``poll_timeout``: seconds per turn long-poll (also how quickly a stop is noticed).
+    - ``act_wait``: seconds an action may also wait for the bot's next turn in its game
+      (0: plain actions; the turn poll finds the next turn). Used only while no other game
+      is queued for a worker, so a waiting game never holds up one whose turn has come.
     """
 
     def __init__(
@@ -107,6 +113,7 @@ class BotRunner:
         stop_when_idle: bool = False,
         stop_event: threading.Event | None = None,
         poll_timeout: float = 10.0,
+        act_wait: float = 10.0,
         check_every: float = 2.0,
         max_backoff: float = 30.0,
         handle_signals: bool = False,
@@ -119,6 +126,7 @@ class BotRunner:
         self.stop_when_idle = stop_when_idle
         self.stop_event = stop_event or threading.Event()
         self.poll_timeout = poll_timeout
+        self.act_wait = max(0.0, min(30.0, act_wait))
         self.check_every = check_every
         self.max_backoff = max_backoff
         self.handle_signals = handle_signals
@@ -127,6 +135,7 @@ class BotRunner:
         self._lock = threading.Lock()
         self._open: dict[str, float] = {}  # games played and not seen over -> last checked
         self._done: set[str] = set()
+        self._queued = 0  # games handed to the pool that no worker has started yet
 
     # --- control -------------------------------------------------------------------------
 
@@ -161,7 +170,9 @@ class BotRunner:
                     continue
                 fresh = [g for g in turns.games if g not in busy and g not in self._done]
                 for gid in fresh:
-                    busy[gid] = pool.submit(self.play_game, gid)
+                    with self._lock:
+                        self._queued += 1
+                    busy[gid] = pool.submit(self._started, gid)
                 if busy and not fresh:
                     # every pending turn is being played: wait for one to finish, not spin
                     wait(list(busy.values()), timeout=self.poll_timeout,
@@ -204,6 +215,11 @@ class BotRunner:
 
     # --- one game --------------------------------------------------------------------------
 
+    def _started(self, game_id: str) -> None:
+        with self._lock:
+            self._queued -= 1
+        self.play_game(game_id)
+
     def play_game(self, game_id: str) -> None:
         """Act in ``game_id`` while it is this bot's turn there. Never raises."""
         try:
@@ -227,8 +243,14 @@ class BotRunner:
             if view.finished or not view.your_turn:
                 return
             action = self._decide(view)
+            with self._lock:
+                wait = min(self.act_wait, self.poll_timeout) if self._queued == 0 else 0.0
             try:
-                view = self.client.act(game_id, action, version=view.version, seat=view.seat)
+                # Waiting, the seat is left out: the service then answers on the turn of
+                # any seat this bot holds (both of a team's seats, in a 4-player game) and
+                # acts for the seat in turn, which ``version`` pins to the view's.
+                view = self.client.act(game_id, action, version=view.version,
+                                       seat=None if wait else view.seat, wait=wait or None)
             except ArenaError as exc:
                 if exc.kind not in STALE or stale >= 20:
                     raise

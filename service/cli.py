@@ -86,6 +86,7 @@ def _cmd_bot(args: argparse.Namespace) -> int:
             max_games=args.games,
             stop_when_idle=args.until_idle,
             poll_timeout=args.poll,
+            act_wait=args.act_wait,
             handle_signals=True,
             name=me.name,
         )
@@ -172,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stop when no game of this bot is left to play")
     bot.add_argument("--workers", type=int, default=4, help="games decided at once")
     bot.add_argument("--poll", type=float, default=10.0, help="seconds per turn long-poll")
+    bot.add_argument("--act-wait", type=float, default=10.0,
+                     help="seconds an action also waits for the next turn in its game "
+                     "(one request per move; 0: plain actions)")
     bot.add_argument("--log-level", default="info",
                      choices=("debug", "info", "warning", "error"))
     bot.set_defaults(func=_cmd_bot)

@@ -237,3 +237,34 @@ def test_allfours_register_prints_a_token(live_url: str, argv: list[str]) -> Non
     assert proc.returncode == 0, proc.stderr
     bot = json.loads(proc.stdout)
     assert ArenaClient(live_url, token=bot["token"]).me().id == bot["id"]
+
+
+def test_a_runner_makes_about_one_request_per_move(live_url: str) -> None:
+    """With its actions waiting for the next turn (``POST …/actions?wait=``), a runner that
+    has nothing else queued decides on the view the action's answer brings: no turn poll
+    and no view fetch between its moves. A team's two seats held by one bot are waited
+    for together. Counted on the wire, from each runner's own requests."""
+    clients = [ArenaClient(live_url) for _ in range(2)]
+    ids = [c.register(f"waiting-{i}").id for i, c in enumerate(clients)]
+    sent: list[list[str]] = [[], []]
+    for i, c in enumerate(clients):
+        def hook(resp, *_, i=i, **__):
+            sent[i].append(f"{resp.request.method} {resp.request.path_url}")
+        c.session.hooks["response"].append(hook)
+    game = clients[0].create_game(4, seats=[ids[0], ids[1], ids[0], ids[1]], seed=7,
+                                  variants={"target": 5})
+    runners = [BotRunner(c, RandomStrategy(seed=i), max_games=1, poll_timeout=5,
+                         check_every=5, name=f"waiting-{i}")
+               for i, c in enumerate(clients)]
+    started = [start(r) for r in runners]
+    finish([t for t, _ in started], runners)
+    record = ArenaClient(live_url).record(game.id)
+    assert record.complete
+    stats = [out["stats"] for _, out in started]
+    assert sum(s.actions for s in stats) == len(record.actions)
+    for i, s in enumerate(stats):
+        assert s.errors == 0 and s.games_finished == 1, s
+        actions = [r for r in sent[i] if r.startswith("POST") and "/actions?wait=" in r]
+        assert len(actions) == s.actions, sent[i][:20]
+        # a few turn polls and views (the start, the end, a wait that ran out), no more
+        assert len(sent[i]) <= s.actions * 1.2 + 10, (len(sent[i]), s.actions)
