@@ -122,7 +122,7 @@ def test_a_tournament_nobody_plays_finishes_on_timeouts(app, client):
                       sweep_s=0.05).start()
     try:
         assert wait_for(
-            lambda: client.get(f"/tournaments/{tid}").json["status"] == "finished", 30.0)
+            lambda: client.get(f"/tournaments/{tid}").json["status"] == "finished", 90.0)
     finally:
         sweeper.stop()
     st = client.get(f"/tournaments/{tid}/standings").json
