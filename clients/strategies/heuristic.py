@@ -195,6 +195,9 @@ def follow(k: Knowledge, legal: list[int]) -> int:
             return feed_partner(k, legal)
         if at_stake >= 10 and safe:  # partner's card may fall: make the trick ours
             return cheapest(safe, k.trump)
+        surer = surer_side_winner(k, winners, best, opponents_later)
+        if surer is not None:
+            return surer
         return cheapest(legal, k.trump)
     own_jack_safe = [c for c in safe if c == jack]
     if own_jack_safe:
@@ -208,14 +211,32 @@ def follow(k: Knowledge, legal: list[int]) -> int:
     tens = [c for c in safe if c % 13 == 8]
     if tens:
         return tens[0]  # a ten that takes the trick brings its own 10 Game points home
-    if safe and (at_stake > 0 or not _is_trump(safe, k.trump) or len(later) == 0):
+    # A trump spent on a trick with no points buys only the lead, which is worth less than
+    # the trump kept for a trick with a ten in it: so not even when we play last (measured).
+    if safe and (at_stake > 0 or not _is_trump(safe, k.trump)):
         return cheapest(safe, k.trump)
     if winners and at_stake >= 10:
         return cheapest(winners, k.trump)
     non_trump_winners = [c for c in winners if c // 13 != k.trump]
+    tens = [c for c in non_trump_winners if c % 13 == 8]
+    if tens:  # if the trick is ours, so are the ten's 10 points; a ten kept to the end of
+        return tens[0]  # the hand is often forced under an honour of its suit
     if non_trump_winners:
         return cheapest(non_trump_winners, k.trump)
     return cheapest(legal, k.trump)
+
+
+def surer_side_winner(k: Knowledge, winners: list[int], best: int, seats: list[int]) -> int | None:
+    """Partner wins the trick so far but an opponent to come may beat it: our side card
+    (not a ten, not a trump) that takes over and is less likely to be beaten, else None.
+
+    The trick stays ours more often, and the card played is one that would have had to
+    win a trick of its own later anyway.
+    """
+    risk = beat_risk(k, best, seats)
+    side = [c for c in winners if c // 13 != k.trump and GAME_POINTS[c] < 10]
+    side = [c for c in side if beat_risk(k, c, seats) < risk]
+    return max(side) if side else None
 
 
 def jack_catcher(k: Knowledge, legal: list[int]) -> int | None:
@@ -255,7 +276,9 @@ def lead(k: Knowledge, legal: list[int]) -> int:
     if ours and outstanding:
         top = max(ours)
         we_hold_top = top > max(outstanding)
-        hunting = jack in outstanding and top > jack and len(ours) >= HUNT_LEN
+        # hunt the jack with a trump above it: from length, or with the top trump alone,
+        # which cannot lose the trick (a holder of few trumps may have to play the jack)
+        hunting = jack in outstanding and top > jack and (len(ours) >= HUNT_LEN or we_hold_top)
         strong = len(ours) >= STRONG_LEN and we_hold_top
         if top != jack and (strong or hunting or (we_hold_top and jack in ours)):
             return top

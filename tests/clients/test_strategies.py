@@ -201,12 +201,15 @@ def test_heuristic_beats_random_over_duplicate_deals():
 
 
 def test_heuristic_keeps_a_trump_above_the_unseen_jack_for_the_jack():
-    """Fourth to a pointless trick: the ace of trumps would take it safely, but while the
-    opponents' jack is unseen it is kept to hang the jack; once the jack is out, it takes."""
+    """Fourth to a trick with a queen in it: the ace of trumps would take it safely, but
+    while the opponents' jack is unseen it is kept to hang the jack; once the jack is out,
+    it takes. A trick with no card points is never trumped, even last: it buys only the
+    lead."""
     ace, five_of_trumps, four_led_suit = 12, 3, 15
-    trick = [17, 14, 20]  # led suit 1, no card points, seat 2 (an opponent) winning
+    queen_trick = [17, 14, 23]  # led suit 1, the queen's 2 points, seat 2 (an opponent) winning
+    pointless_trick = [17, 14, 20]
 
-    def knowledge(played_before: list[int]) -> Knowledge:
+    def knowledge(trick: list[int], played_before: list[int]) -> Knowledge:
         k = Knowledge(
             players=4,
             seat=3,
@@ -227,9 +230,11 @@ def test_heuristic_keeps_a_trump_above_the_unseen_jack_for_the_jack():
         k.forbidden = [0] * 4
         return k
 
-    assert follow(knowledge([]), [ace, four_led_suit]) == four_led_suit
+    legal = [ace, four_led_suit]
+    assert follow(knowledge(queen_trick, []), legal) == four_led_suit
     jack_of_trumps = 9
-    assert follow(knowledge([jack_of_trumps]), [ace, four_led_suit]) == ace
+    assert follow(knowledge(queen_trick, [jack_of_trumps]), legal) == ace
+    assert follow(knowledge(pointless_trick, [jack_of_trumps]), legal) == four_led_suit
 
 
 def test_heuristic_leads_a_master_only_when_no_opponent_can_trump_it():
