@@ -26,7 +26,9 @@ closes its connection and ends; the next waiter starts it again.
 Game channels carry ``"{version}:{seat in turn}"`` (the seat empty when nobody is to act,
 or when the writer did not say), so a waiter whose seat is not in turn can skip the
 re-read, and after an action also the new status, deadline and state, so a waiter whose
-turn it is can answer from the message (see ``game_message``).
+turn it is can answer from the message (see ``game_message``). A process that commits a
+change hands that message to its own waiters itself (``Wakeups.deliver``) rather than wait
+for Redis to echo it back to the listener.
 """
 
 from __future__ import annotations
@@ -48,10 +50,10 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
 
 IDLE_S = 20.0  # the listener ends after this long with no waiters
+POLL_S = 1.0  # how often an idle listener looks at its waiters
 # What ``on_message`` returns for a message this process's waiters had already (it was
 # handed to them when this process committed it, see ``Wakeups.deliver``).
 SKIP = object()
-POLL_S = 1.0  # how often an idle listener looks at its waiters
 
 
 class GameMessage(NamedTuple):
