@@ -77,29 +77,19 @@ def game_message(data: bytes | str | None) -> GameMessage | None:
         return None
     if isinstance(data, GameMessage):
         return data
-    if isinstance(data, bytes):
-        parts = data.split(b":", 4)
-        try:
-            version = int(parts[0])
-            seat = int(parts[1]) if len(parts) > 1 and parts[1] else None
-            if len(parts) < 5:
-                return GameMessage(version, seat)
-            deadline = float(parts[3]) if parts[3] else None
-            status = parts[2].decode()
-        except (ValueError, UnicodeDecodeError):
-            return None
-        return GameMessage(version, seat, status, deadline, parts[4])  # type: ignore[arg-type]
-    text = str(data)
-    parts_ = text.split(":", 4)
+    if not isinstance(data, bytes):
+        data = str(data)
+    parts = data.split(b":" if isinstance(data, bytes) else ":", 4)  # type: ignore[arg-type]
     try:
-        version = int(parts_[0])
-        seat = int(parts_[1]) if len(parts_) > 1 and parts_[1] else None
-        if len(parts_) < 5:
+        version = int(parts[0])
+        seat = int(parts[1]) if len(parts) > 1 and parts[1] else None
+        if len(parts) < 5:
             return GameMessage(version, seat)
-        deadline = float(parts_[3]) if parts_[3] else None
-    except ValueError:
+        deadline = float(parts[3]) if parts[3] else None
+        status = parts[2].decode() if isinstance(parts[2], bytes) else parts[2]
+    except (ValueError, UnicodeDecodeError):
         return None
-    return GameMessage(version, seat, parts_[2], deadline, parts_[4])
+    return GameMessage(version, seat, status, deadline, parts[4])  # type: ignore[arg-type]
 
 
 class Waiter:

@@ -200,6 +200,19 @@ def test_heuristic_beats_random_over_duplicate_deals():
     assert sum(margins) / len(margins) >= 0.4
 
 
+def seat_knowledge(seat: int, hand: list[int], trick: list[int], kicks: list[int],
+                   hand_sizes: list[int], played: list[int] | None = None,
+                   forbidden: list[int] | None = None) -> Knowledge:
+    """A hand-built seat's knowledge, 4 players, clubs trumps, seat 3 dealing to 14, the
+    first trick of the hand led by seat 0."""
+    k = Knowledge(players=4, seat=seat, hand=mask(hand), trump=0, dealer=3, beggar=0,
+                  leader=0, trick=trick, tricks=[], kicks=kicks, hand_sizes=hand_sizes,
+                  scores=[0, 0], target=14, variants={})
+    k.played = mask(played or [])
+    k.forbidden = forbidden or [0] * 4
+    return k
+
+
 def test_heuristic_keeps_a_trump_above_the_unseen_jack_for_the_jack():
     """Fourth to a trick with a queen in it: the ace of trumps would take it safely, but
     while the opponents' jack is unseen it is kept to hang the jack; once the jack is out,
@@ -210,25 +223,9 @@ def test_heuristic_keeps_a_trump_above_the_unseen_jack_for_the_jack():
     pointless_trick = [17, 14, 20]
 
     def knowledge(trick: list[int], played_before: list[int]) -> Knowledge:
-        k = Knowledge(
-            players=4,
-            seat=3,
-            hand=mask([ace, four_led_suit]),
-            trump=0,
-            dealer=3,
-            beggar=0,
-            leader=0,
-            trick=trick,
-            tricks=[],
-            kicks=[five_of_trumps],
-            hand_sizes=[1, 1, 1, 2],
-            scores=[0, 0],
-            target=14,
-            variants={},
-        )
-        k.played = mask(trick + played_before)
-        k.forbidden = [0] * 4
-        return k
+        return seat_knowledge(seat=3, hand=[ace, four_led_suit], trick=trick,
+                              kicks=[five_of_trumps], hand_sizes=[1, 1, 1, 2],
+                              played=trick + played_before)
 
     legal = [ace, four_led_suit]
     assert follow(knowledge(queen_trick, []), legal) == four_led_suit
@@ -243,25 +240,9 @@ def test_heuristic_leads_a_master_only_when_no_opponent_can_trump_it():
     trumps = (1 << 13) - 1
 
     def knowledge(opponents_void_in_trumps: bool) -> Knowledge:
-        k = Knowledge(
-            players=4,
-            seat=0,
-            hand=mask([ace_of_suit_1, three_of_suit_2]),
-            trump=0,
-            dealer=3,
-            beggar=0,
-            leader=0,
-            trick=[],
-            tricks=[],
-            kicks=[3],
-            hand_sizes=[2, 2, 2, 2],
-            scores=[0, 0],
-            target=14,
-            variants={},
-        )
         void = trumps if opponents_void_in_trumps else 0
-        k.forbidden = [0, void, 0, void]
-        return k
+        return seat_knowledge(seat=0, hand=[ace_of_suit_1, three_of_suit_2], trick=[],
+                              kicks=[3], hand_sizes=[2, 2, 2, 2], forbidden=[0, void, 0, void])
 
     legal = [ace_of_suit_1, three_of_suit_2]
     assert lead(knowledge(False), legal) == three_of_suit_2
