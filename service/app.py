@@ -11,11 +11,10 @@ import contextlib
 import os
 from typing import Any
 
-import redis
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api, web
+from . import api, redis_client, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import Problem, register_error_handlers
@@ -63,12 +62,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(config_from_env())
     app.config.update(config or {})
 
-    client = redis.Redis.from_url(
-        app.config["REDIS_URL"],
-        socket_connect_timeout=2,
-        socket_timeout=10,
-        health_check_interval=30,
-    )
+    client = redis_client.connect(app.config["REDIS_URL"])
     store = Store(client, app.config["ARENA_KEY_PREFIX"])
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
     app.extensions["tournaments"] = Tournaments(arena)

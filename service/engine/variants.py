@@ -74,18 +74,44 @@ class Variants:
         return dict(cached)
 
     def changed(self) -> dict[str, Any]:
-        """Only the variants that differ from the defaults (kept small in saved state)."""
-        return {k: v for k, v in asdict(self).items() if v != _DEFAULTS[k]}
+        """Only the variants that differ from the defaults (kept small in saved state;
+        a fresh dict, computed once per distinct Variants: every saved state asks)."""
+        cached = _CHANGED.get(self)
+        if cached is None:
+            cached = _CHANGED[self] = {
+                k: v for k, v in asdict(self).items() if v != _DEFAULTS[k]
+            }
+        return dict(cached)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Variants:
-        data = dict(data or {})
+        """Check and build; a game's variants are read back with every decoded state, so
+        each distinct valid dict is built once (keyed with the values' types: ``True``
+        must not pass as the ``1`` it equals)."""
+        if not data:
+            return DEFAULT_VARIANTS
+        try:
+            key: Any = tuple(sorted((k, type(v), v) for k, v in data.items()))
+            hash(key)
+        except TypeError:  # an unhashable value (a list, say): invalid, checked below
+            key = None
+        known = _FROM_DICT.get(key) if key is not None else None
+        if known is not None:
+            return known
         unknown = sorted(set(data) - set(_DEFAULTS))
         if unknown:
             raise InvalidVariants(f"unknown variant(s): {', '.join(unknown)}")
-        return cls(**data)
+        variants = cls(**data)
+        if key is not None:
+            if len(_FROM_DICT) >= _MEMO_MAX:
+                _FROM_DICT.clear()
+            _FROM_DICT[key] = variants
+        return variants
 
 
+_MEMO_MAX = 1024
 _AS_DICT: dict[Variants, dict[str, Any]] = {}
+_CHANGED: dict[Variants, dict[str, Any]] = {}
+_FROM_DICT: dict[Any, Variants] = {}
 _DEFAULTS = asdict(Variants())
 DEFAULT_VARIANTS = Variants()

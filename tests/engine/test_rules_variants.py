@@ -56,6 +56,23 @@ def test_R22_R20_R11_R6_variants_outside_the_table_are_refused(bad):
         Variants.from_dict(bad)
 
 
+def test_R22_R6_variants_read_back_are_remembered_but_still_checked():
+    """Variants table: each state read back builds its variants from a dict, so valid
+    dicts are remembered; a value equal to a valid one but of another type (``True`` is
+    ``1``, ``1.0`` is ``1``) must still be refused, before and after the valid one."""
+    good = Variants.from_dict({"target": 1, "tobago_kick": True})
+    assert good == Variants(target=1, tobago_kick=True)
+    assert Variants.from_dict({"tobago_kick": True, "target": 1}) is good
+    for bad in ({"target": True, "tobago_kick": True}, {"target": 1.0, "tobago_kick": True},
+                {"target": 1, "tobago_kick": 1}, {"target": [1]}):
+        with pytest.raises(InvalidVariants):
+            Variants.from_dict(bad)
+    assert Variants.from_dict({}) == Variants()
+    assert good.changed() == {"target": 1, "tobago_kick": True}
+    good.changed()["target"] = 99  # a fresh dict each time: the remembered one is safe
+    assert good.changed() == {"target": 1, "tobago_kick": True}
+
+
 def test_R22_variants_in_force_are_named_in_the_record():
     """Variants table: a game's record must say which variants were in force."""
     v = Variants(target=7, tobago_kick=True)
