@@ -20,14 +20,13 @@ What it does, in one run:
    Measured: accepted actions per second over the whole phase, and each action's latency
    (p50, p99): the POST's time, minus, with ``wait``, the time the service reports it
    waited after the commit (``Server-Timing: wait;dur=``).
-3. ``wake_p99_ms``: for every long-poll that was already waiting when the previous
-   seat's action was accepted, the time from the moment the actor received its 200 to
-   the moment the waiting seat received its long-poll answer. Both timestamps are taken
-   by this process (one machine, one monotonic clock). With ``wait`` the actor's answer
-   comes only on its next turn, so the accept moment is the POST's send time plus the
-   service's own time to the commit (``Server-Timing: act;dur=``), and a waiting seat is
-   one whose ``?wait`` POST answered with its turn. A waiter can hear before the actor
-   (the server publishes before it answers); those count as 0.
+3. ``wake_p99_ms``: for every answer that gives a seat its turn (a long-poll, or a
+   ``?wait`` POST answering on the seat's next turn) whose request was already waiting
+   when the change it answers with was committed, the time from that commit to the
+   moment this process received the answer. The commit time is the view's
+   ``updated_at``, taken by the service from the same machine's clock this process reads
+   (``time.time()``), so nothing is estimated: not the actor's request queueing before
+   the commit, nor its answer's trip back.
 4. ``floor_rps``: the same number of threads, each with its keep-alive connection,
    hammering ``GET /readyz``. It is the cheapest endpoint that does exactly one Redis
    round trip (a ``PING``; it is exempt from the rate limiter, so no second round trip)
@@ -266,8 +265,7 @@ class Shared:
         self.games_left = games
         self.lock = threading.Lock()
         self.latencies: list[float] = []
-        self.accepted_at: dict[tuple[str, int], float] = {}
-        self.polls: list[tuple[str, int, float, float]] = []  # game, version, sent, answered
+        self.wakes: list[float] = []  # seconds from a commit to the woken seat's answer
         self.errors: list[str] = []
         self.games_started = 0
         self.games_finished = 0
@@ -343,16 +341,25 @@ def server_timing(header: str | None) -> dict[str, float]:
     return out
 
 
+def woke(shared: Shared, view: dict[str, Any], sent_wall: float, answered_wall: float) -> None:
+    """A seat's answer that gives it the turn: if its request was waiting before the
+    change it answers with was committed (``view.updated_at``, the service's clock, which
+    is this machine's), that was a wake-up; keep its time."""
+    made = view.get("updated_at")
+    if view["your_turn"] and made is not None and sent_wall < made:
+        shared.wakes.append(max(0.0, answered_wall - made))
+
+
 def play_game(
     client: Client, game_id: str, rng: random.Random, shared: Shared, act_wait: bool = True
 ) -> None:
     """Play one seat to the end. With ``act_wait`` (how a bot saves a request per move)
     each action is ``POST .../actions?wait=N``, which answers on the seat's next turn;
     the long-poll is needed only to start, or after a timed-out wait. Its latency is the
-    POST's time minus the wait the service reports (``Server-Timing: wait``), and the
-    action counts as accepted at ``sent + act`` (``Server-Timing: act``, the service's
-    time from the request to the commit); a seat's wake-up is measured from there."""
+    POST's time minus the wait the service reports (``Server-Timing: wait``). Wake-ups:
+    see ``woke``."""
     now = time.monotonic
+    wall = time.time
     view: dict[str, Any] | None = None
     while True:
         left = shared.time_left()
@@ -364,13 +371,12 @@ def play_game(
                     with shared.lock:
                         shared.games_finished += 1
                 return
-            sent = now()
+            sent = wall()
             next(shared.requests)
             answer = client.json("GET", f"/games/{game_id}/turn?timeout={min(POLL_S, left):.2f}")
-            answered = now()
+            answered = wall()
             view = answer["view"]
-            if view["your_turn"]:
-                shared.polls.append((game_id, view["version"], sent, answered))
+            woke(shared, view, sent, answered)
             continue
         if shared.time_left() <= 0:
             return
@@ -378,27 +384,22 @@ def play_game(
         path = f"/games/{game_id}/actions"
         if act_wait:
             path += f"?wait={min(POLL_S, max(0.01, left)):.2f}"
-        t0 = now()
+        t0, sent = now(), wall()
         next(shared.requests)
         status, data, headers = client.request_full("POST", path, body)
-        t1 = now()
+        t1, answered = now(), wall()
         if status != 200:
             shared.errors.append(f"action {status}: {data[:200]!r}")
             view = None
             continue
-        acted_on = view["version"]
         view = json.loads(data)
         if act_wait:
             timing = server_timing(headers.get("Server-Timing"))
-            accepted = t0 + timing.get("act", (t1 - t0) * 1000) / 1000
             shared.latencies.append((t1 - t0) - timing.get("wait", 0.0) / 1000)
-            if view["your_turn"] and view["version"] > acted_on + 1:
-                shared.polls.append((game_id, view["version"], accepted, t1))
+            woke(shared, view, sent, answered)
         else:
-            accepted = t1
             shared.latencies.append(t1 - t0)
-        shared.accepted_at[(game_id, acted_on + 1)] = accepted
-        shared.last_action = accepted
+        shared.last_action = t1
 
 
 def play_phase(
@@ -426,11 +427,7 @@ def play_phase(
         t.join()
     end = shared.deadline if seconds is not None else shared.last_action
     duration = max(1e-9, (end or time.monotonic()) - t0)
-    wakes = []
-    for game_id, version, sent, answered in shared.polls:
-        accepted = shared.accepted_at.get((game_id, version))
-        if accepted is not None and sent < accepted:  # it was waiting when the action landed
-            wakes.append(max(0.0, answered - accepted))
+    wakes = shared.wakes
     return {
         "actions": len(shared.latencies),
         "duration": duration,

@@ -32,7 +32,7 @@ from .engine import (
 )
 from .engine.record import record_from_events
 from .problems import Problem
-from .store import Game, Store
+from .store import Game, Store, commit_time
 from .wakeups import SKIP, GameMessage, Wakeups, game_message, glob_escape
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,8 @@ def parse_event_id(text: str | None) -> tuple[int, int] | None:
 
 
 def view_of(game: Game, engine_view: dict[str, Any], version: int, status: str,
-            deadline: float | None, now: float | None = None) -> dict[str, Any]:
+            deadline: float | None, updated: float | None, now: float | None = None
+            ) -> dict[str, Any]:
     """``engine_view`` wrapped with the game's identity, seats and deadline, built field
     by field in ``schemas.View``'s order and types: exactly what ``View().dump`` makes of
     it (tests/service/test_view_fields.py checks byte identity across random games, for
@@ -144,6 +145,7 @@ def view_of(game: Game, engine_view: dict[str, Any], version: int, status: str,
         out["deadline"] = float(deadline)
         left = deadline - (time.time() if now is None else now)
         out["time_left"] = float(round(max(0.0, left), 3))
+    out["updated_at"] = float(updated) if updated is not None else None
     return out
 
 
@@ -153,7 +155,7 @@ def game_from_message(game_id: str, meta: dict[str, Any], msg: GameMessage) -> G
     (``log`` is None): it serves views and turn checks, not replays."""
     assert msg.state_json is not None and msg.status is not None
     return Game(game_id, msg.version, msg.status, meta, msg.state_json, None,  # type: ignore[arg-type]
-                msg.deadline)
+                msg.deadline, msg.updated)
 
 
 class Arena:
@@ -209,7 +211,7 @@ class Arena:
         self._told[game_id] = version
         turn = game.state.turn if game.status == ACTIVE else None
         self.wakeups.deliver(channel, GameMessage(version, turn, game.status, game.deadline,
-                                                  game.state_json))
+                                                  game.state_json, game.updated))
 
     def _finished(self, game: Game, status: str) -> None:
         if status != FINISHED or not game.meta.get("tournament"):
@@ -297,6 +299,7 @@ class Arena:
             "winner": state.winner,
             "move_limit": game.meta.get("move_limit"),
             "tournament": (game.meta.get("tournament") or {}).get("id"),
+            "updated_at": game.updated,
         }
 
     def list_games(self, status: str | None, limit: int, cursor: int | None) -> dict[str, Any]:
@@ -329,17 +332,19 @@ class Arena:
         return held[0]
 
     def render(self, game: Game, state: State, seat: int | None, version: int,
-               status: str, deadline: float | None = None) -> dict[str, Any]:
-        """The engine's view for ``seat`` wrapped with the game's identity and seats, and
-        the move deadline: ``deadline`` (unix seconds) and ``time_left`` (seconds, from
-        the service's clock at answer time). Shaped as ``schemas.View`` dumps it."""
+               status: str, deadline: float | None, updated: float | None) -> dict[str, Any]:
+        """The engine's view for ``seat`` wrapped with the game's identity and seats, the
+        move deadline: ``deadline`` (unix seconds) and ``time_left`` (seconds, from the
+        service's clock at answer time), and when ``version`` was committed
+        (``updated``). Shaped as ``schemas.View`` dumps it."""
         engine_view = seat_view(state, seat) if seat is not None else spectator_view(state)
-        return view_of(game, engine_view, version, status, deadline)
+        return view_of(game, engine_view, version, status, deadline, updated)
 
     def view(self, game: Game, bot_id: str | None, seat: int | None) -> dict[str, Any]:
         state = game.state
         viewer = self.viewer_seat(game, bot_id, seat, state)
-        return self.render(game, state, viewer, game.version, game.status, game.deadline)
+        return self.render(game, state, viewer, game.version, game.status, game.deadline,
+                           game.updated)
 
     # --- joining -------------------------------------------------------------------------
 
@@ -361,13 +366,14 @@ class Arena:
             names[seat] = self.store.bot_names([bot_id]).get(bot_id)
             meta = {**game.meta, "seats": seats, "names": names}
             deadline = deadline_for(meta, state, status)
+            updated = commit_time()
             code, value = self.store.commit(
                 game, meta=meta, status=status, new_turn_bot=turn_bot(state, seats, status),
-                deadline=deadline,
+                deadline=deadline, updated=updated,
             )
             if code == 1:
                 game.meta, game.status, game.version = meta, status, int(value)
-                return self.render(game, state, seat, game.version, status, deadline)
+                return self.render(game, state, seat, game.version, status, deadline, updated)
             if code == -1:
                 raise Problem("not-found", "no such game")
         raise Problem("service-unavailable", "too much contention; retry",
@@ -463,18 +469,20 @@ class Arena:
                 return None
             raise
         state, new_state, seat, status, deadline = judged
+        updated = commit_time()
         code, value = self.store.commit(
             game,
             state=new_state,
             action=action,
             status=status,
             idem_key=idem_key,
-            idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}",
+            idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}|{updated:.6f}",
             old_turn_bot=turn_bot(state, game.seats, game.status),
             new_turn_bot=turn_bot(new_state, game.seats, status),
             deadline=deadline,
             turn_seat=new_state.turn if status == ACTIVE else None,
             cache_generation=generation,
+            updated=updated,
         )
         if code == 1:
             self._tell_local_waiters(game_id, int(value))
@@ -483,9 +491,9 @@ class Arena:
                 timing["committed"] = time.perf_counter()
             if waiter is not None:
                 return self._after_action(waiter, wait_until, game, new_state, seat,
-                                          int(value), status, deadline, bot_id,
+                                          int(value), status, deadline, updated, bot_id,
                                           body.get("seat"))
-            return self.render(game, new_state, seat, int(value), status, deadline)
+            return self.render(game, new_state, seat, int(value), status, deadline, updated)
         if code == 2:  # a retry with this key won the race: answer as it was answered
             return self._replay_answer(self.get(game_id), value.decode(), body_hash)
         if code == -1:
@@ -529,9 +537,10 @@ class Arena:
                        ) -> dict[str, Any]:
         """The answer first given for an Idempotency-Key, rebuilt from the action log
         (with the deadline it had; only ``time_left`` is counted again)."""
-        parts = stored.split("|")
+        parts = stored.split("|")  # hash|ply|seat|deadline|updated|version (see _try_act)
         want_hash, ply, seat, version = parts[0], parts[1], parts[2], parts[-1]
-        deadline = float(parts[3]) if len(parts) == 5 and parts[3] else None
+        deadline = float(parts[3]) if len(parts) >= 5 and parts[3] else None
+        updated = float(parts[4]) if len(parts) >= 6 and parts[4] else None
         if want_hash != body_hash:
             raise Problem("idempotency-key-reused",
                           "this Idempotency-Key was first used with a different request")
@@ -539,7 +548,7 @@ class Arena:
         for a in game.actions[: int(ply)]:
             state, _ = apply(state, a)
         status = status_of(state, game.seats)
-        return self.render(game, state, int(seat), int(version), status, deadline)
+        return self.render(game, state, int(seat), int(version), status, deadline, updated)
 
     # --- timeouts --------------------------------------------------------------------------
 
@@ -700,8 +709,8 @@ class Arena:
 
     def _after_action(
         self, waiter: Any, wait_until: float, game: Game, state: State, seat: int,
-        version: int, status: str, deadline: float | None, bot_id: str,
-        body_seat: int | None,
+        version: int, status: str, deadline: float | None, updated: float | None,
+        bot_id: str, body_seat: int | None,
     ) -> dict[str, Any]:
         """The answer of an action sent with ``wait``: at once if the game is over or it is
         still this bot's turn, else when its turn comes again (read once, when the
@@ -709,12 +718,12 @@ class Arena:
         (the view right after the action, if nothing happened since)."""
         held = self._held(game, bot_id, body_seat)
         if status != ACTIVE or state.turn in held:
-            return self.render(game, state, seat, version, status, deadline)
+            return self.render(game, state, seat, version, status, deadline, updated)
         ready = self._ready_check(bot_id, body_seat, True, None)
         newer, _ = self._await(waiter, wait_until, game.id, version, game.meta, held, None,
                                ready, bot_id, body_seat)
         if newer is None:
-            return self.render(game, state, seat, version, status, deadline)
+            return self.render(game, state, seat, version, status, deadline, updated)
         return self.view(newer, bot_id, body_seat)
 
     @staticmethod

@@ -234,6 +234,10 @@ class GameSummary(Out):
                               metadata={"description": "seconds per decision, or null"})
     tournament = fields.Str(required=True, allow_none=True,
                             metadata={"description": "the tournament's id, if any"})
+    updated_at = fields.Float(
+        required=True, allow_none=True,
+        metadata={"description": "unix seconds (the service's clock) of the last change"},
+    )
 
 
 class GameList(Out):
@@ -324,6 +328,11 @@ class View(Out):
     time_left = fields.Float(required=True, allow_none=True,
                              metadata={"description": "seconds until the deadline, at answer "
                                        "time"})
+    updated_at = fields.Float(
+        required=True, allow_none=True,
+        metadata={"description": "unix seconds (the service's clock) when this version was "
+                  "made: the last move, join or timeout; null for a game older than the field"},
+    )
 
 
 class TurnAnswer(Out):

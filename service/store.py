@@ -8,6 +8,7 @@ Per game, one hash ``{p}game:{id}``:
 - ``version`` an integer bumped by every change (join or action)
 - ``log``     the actions, one character each (``chr(48 + action)``)
 - ``deadline`` (only while a move limit runs) unix seconds by which the seat in turn must act
+- ``updated`` unix seconds when this version was committed (the committing service's clock)
 
 Move deadlines: ``{p}deadlines`` is a sorted set, score = deadline (unix seconds, the
 service's clock), member = ``{game id}:{version}``. ``COMMIT`` removes the member of the
@@ -24,7 +25,7 @@ sequence, for listing); ``{p}games:seq``; ``{p}bot:{id}`` (hash: name, created);
 turn); ``{p}idem:{bot}:{key}`` (retry memory, 24 h); ``{p}rl:{who}:{window}`` (rate
 counters). Channels: ``{p}game:{id}:changed`` carries ``{version}:{seat in turn}``
 (the seat empty when nobody is to act), followed, when the change wrote a new state and
-left the meta as it was, by ``:{status}:{deadline or ''}:{state json}`` — everything of
+left the meta as it was, by ``:{status}:{deadline or ''}:{updated}:{state json}`` — everything of
 the new version but the meta and the log, so a waiter that knows the meta answers without
 reading (``service.wakeups.game_message``); ``{p}bot:{id}:turn`` carries the new version
 whenever a game becomes that bot's turn (a game joins its turn set); each process hears
@@ -63,6 +64,7 @@ IDEM_TTL_S = 24 * 3600
 # ARGV[15] '1' when the game may have a deadline to move (it has a move limit): a game
 # without one touches neither the deadlines set nor the hash's deadline field. The turn
 # sets change (and the new bot's channel hears) only when the bot in turn changes.
+# ARGV[16] the commit's time (unix seconds), kept as the hash's ``updated``.
 # Returns {1, new_version} | {0, current_version} | {2, stored idem value}
 # | {3, count, ttl_ms} (the rate limit is exceeded: nothing written).
 COMMIT = """
@@ -79,7 +81,7 @@ if KEYS[2] ~= '' then
 end
 if v ~= ARGV[1] then return {0, tonumber(v)} end
 local nv = tonumber(v) + 1
-local fields = {'version', nv}
+local fields = {'version', nv, 'updated', ARGV[16]}
 if ARGV[2] ~= '' then fields[#fields + 1] = 'state'; fields[#fields + 1] = ARGV[2] end
 if ARGV[3] ~= '' then fields[#fields + 1] = 'meta'; fields[#fields + 1] = ARGV[3] end
 if ARGV[4] ~= '' then
@@ -119,7 +121,7 @@ if ARGV[8] ~= ARGV[9] then
 end
 local msg = nv .. ':' .. (ARGV[12] or '')
 if ARGV[2] ~= '' and ARGV[3] == '' then
-  msg = msg .. ':' .. ARGV[5] .. ':' .. ARGV[11] .. ':' .. ARGV[2]
+  msg = msg .. ':' .. ARGV[5] .. ':' .. ARGV[11] .. ':' .. ARGV[16] .. ':' .. ARGV[2]
 end
 redis.call('PUBLISH', KEYS[5], msg)
 return {1, nv}
@@ -193,6 +195,9 @@ class Game:
     state_json: str
     log: str
     deadline: float | None = None
+    # When this version was committed (unix seconds, the committing service's clock);
+    # None for a game written before the service kept it.
+    updated: float | None = None
     # The decoded state, once someone asked (states are copy-on-write: never changed in
     # place, so one decoded copy serves every request that shares this Game).
     _state: State | None = field(default=None, repr=False, compare=False)
@@ -289,7 +294,8 @@ class GameCache:
                 del self._games[game_id]
                 return
             self._games[game_id] = (Game(game_id, msg.version, msg.status, old.meta,
-                                         msg.state_json, None, msg.deadline),  # type: ignore[arg-type]
+                                         msg.state_json, None,  # type: ignore[arg-type]
+                                         msg.deadline, msg.updated),
                                     generation)
 
     def clear(self) -> None:
@@ -392,8 +398,9 @@ class Store:
         seq = self.r.incr(f"{self.p}games:seq")
         state_json = json.dumps(state.to_dict(), separators=(",", ":"))
         meta_json = json.dumps(meta, separators=(",", ":"))
+        updated = commit_time()
         fields_ = {"state": state_json, "meta": meta_json, "status": status, "version": 1,
-                   "log": ""}
+                   "log": "", "updated": _stamp(updated)}
         if deadline is not None:
             fields_["deadline"] = _score(deadline)
             pipe.zadd(self.deadlines_key, {f"{game_id}:1": deadline})
@@ -403,7 +410,7 @@ class Store:
         if turn_bot:
             pipe.sadd(f"{self.p}bot:{turn_bot}:turns", game_id)
             pipe.publish(self.bot_turn_channel(turn_bot), 1)
-        return Game(game_id, 1, status, meta, state_json, "", deadline)
+        return Game(game_id, 1, status, meta, state_json, "", deadline, updated)
 
     def get_game(self, game_id: str) -> Game | None:
         if pending_hit.get() is not None:
@@ -437,6 +444,7 @@ class Store:
             state_json=raw[b"state"].decode(),
             log=raw[b"log"].decode(),
             deadline=float(raw[b"deadline"]) if b"deadline" in raw else None,
+            updated=float(raw[b"updated"]) if b"updated" in raw else None,
         )
 
     def get_version(self, game_id: str) -> int | None:
@@ -458,6 +466,7 @@ class Store:
         deadline: float | None = None,
         turn_seat: int | None = None,
         cache_generation: int | None = None,
+        updated: float | None = None,
     ) -> tuple[int, Any]:
         """Compare-and-set on ``game.version``; see ``COMMIT`` for the result codes.
         ``deadline``: when the next decision is due (None: no limit, or nobody to act).
@@ -466,7 +475,10 @@ class Store:
         A rate-limit hit still pending (``pending_hit``, with its limit) is counted by
         the script, which refuses the change when it is over the limit (``check``
         raises). ``cache_generation``: keep the committed game in ``games`` under that
-        listener generation (None: don't)."""
+        listener generation (None: don't). ``updated``: the commit's time, unix seconds
+        (default: now), kept with the version and published with its state."""
+        if updated is None:
+            updated = commit_time()
         keys = [
             self.game_key(game.id),
             idem_key,
@@ -504,6 +516,7 @@ class Store:
             "1" if (deadline is not None or game.deadline is not None
                     or game.meta.get("move_limit")
                     or (meta is not None and meta.get("move_limit"))) else "",
+            _stamp(updated),
         ]
         out = self._commit(keys=keys, args=args)
         code, value = int(out[0]), out[1]
@@ -514,7 +527,7 @@ class Store:
             self.games.put(Game(game.id, int(value), status,
                                 meta if meta is not None else game.meta,
                                 state_json or game.state_json, None,  # type: ignore[arg-type]
-                                deadline, state if state is not None else game._state),
+                                deadline, updated, state if state is not None else game._state),
                            cache_generation)
         return code, value
 
@@ -573,3 +586,15 @@ class Store:
 def _score(t: float) -> str:
     """A deadline as Redis stores it: unix seconds with millisecond precision."""
     return f"{t:.3f}"
+
+
+def commit_time() -> float:
+    """Now, as a commit time: unix seconds rounded to the microsecond, so the value in
+    the first answer is the one read back from Redis or a retry's record."""
+    return round(time.time(), 6)
+
+
+def _stamp(t: float) -> str:
+    """A commit time as Redis stores it: unix seconds with microsecond precision (a
+    wake-up is timed from it, and takes milliseconds)."""
+    return f"{t:.6f}"

@@ -65,31 +65,35 @@ class GameMessage(NamedTuple):
     status: str | None = None
     deadline: float | None = None
     state_json: str | None = None
+    updated: float | None = None  # when the version was committed (unix seconds)
 
 
 def game_message(data: bytes | str | None) -> GameMessage | None:
     """``b"12:3"`` → (12, 3); ``b"12:"`` or ``b"12"`` → (12, None);
-    ``b"12:3:active:1700000000.000:{...}"`` → with status, deadline and the state JSON
-    (left as it came, bytes or str: only the header is decoded);
-    None for a reset or anything unreadable (the waiter then re-reads, which is always
-    safe)."""
+    ``b"12:3:active:1700000000.000:1699999990.123456:{...}"`` → with status, deadline,
+    commit time and the state JSON (left as it came, bytes or str: only the header is
+    decoded). None for a reset or anything unreadable, a writer's older format included
+    (the waiter then re-reads, which is always safe)."""
     if data is None:
         return None
     if isinstance(data, GameMessage):
         return data
     if not isinstance(data, bytes):
         data = str(data)
-    parts = data.split(b":" if isinstance(data, bytes) else ":", 4)  # type: ignore[arg-type]
+    parts = data.split(b":" if isinstance(data, bytes) else ":", 5)  # type: ignore[arg-type]
     try:
         version = int(parts[0])
         seat = int(parts[1]) if len(parts) > 1 and parts[1] else None
         if len(parts) < 5:
             return GameMessage(version, seat)
+        if len(parts) < 6 or not parts[5]:
+            return None
         deadline = float(parts[3]) if parts[3] else None
         status = parts[2].decode() if isinstance(parts[2], bytes) else parts[2]
+        updated = float(parts[4])
     except (ValueError, UnicodeDecodeError):
         return None
-    return GameMessage(version, seat, status, deadline, parts[4])  # type: ignore[arg-type]
+    return GameMessage(version, seat, status, deadline, parts[5], updated)  # type: ignore[arg-type]
 
 
 class Waiter:

@@ -274,11 +274,11 @@ def test_the_game_cache_keeps_a_committers_decoded_state(app, api):
     cache = GameCache()
     cache.put(old, 1)
     state = old.state
-    message = game_message(f"{old.version + 1}:1:active::{old.state_json}".encode())
+    message = game_message(f"{old.version + 1}:1:active::1700000000.5:{old.state_json}".encode())
     cache.heard(game_id, message, 1)  # the echo of the commit arrives first
     heard = cache.get(game_id, 1)
     assert heard.version == old.version + 1 and heard._state is None
     committed = type(old)(game_id, old.version + 1, "active", old.meta, old.state_json, None,
-                          None, state)
+                          None, 1700000000.5, state)
     cache.put(committed, 1)  # then the committer stores what it committed
     assert cache.get(game_id, 1)._state is state

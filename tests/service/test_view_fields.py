@@ -17,7 +17,7 @@ SCHEMA = View()
 
 
 def schema_view(game: Game, engine_view: dict[str, Any], version: int, status: str,
-                deadline: float | None, now: float) -> dict[str, Any]:
+                deadline: float | None, updated: float | None, now: float) -> dict[str, Any]:
     """The view as it was made before ``view_of``: the input dict, dumped by the schema."""
     seats = [{"seat": i, "bot_id": b, "bot_name": game.meta["names"][i]}
              for i, b in enumerate(game.seats)]
@@ -31,6 +31,7 @@ def schema_view(game: Game, engine_view: dict[str, Any], version: int, status: s
         "move_limit": game.meta.get("move_limit"),
         "deadline": deadline,
         "time_left": round(max(0.0, deadline - now), 3) if deadline is not None else None,
+        "updated_at": updated,
     }
     if status != ACTIVE:
         view["legal_actions"] = []
@@ -66,8 +67,9 @@ def test_view_fields_match_the_schema(players, move_limit, variants):
                             if move_limit is not None and status == ACTIVE else None)
                 for seat in [None, *range(players)]:
                     ev = seat_view(state, seat) if seat is not None else spectator_view(state)
-                    fast = view_of(game, ev, version, status, deadline, now)
-                    slow = schema_view(game, ev, version, status, deadline, now)
+                    updated = rng.choice([None, now - rng.random(), 1_700_000_000])
+                    fast = view_of(game, ev, version, status, deadline, updated, now)
+                    slow = schema_view(game, ev, version, status, deadline, updated, now)
                     assert dumps(fast) == dumps(slow)
                     assert dumps(TurnAnswer().dump({"timed_out": False, "view": fast})) == \
                         dumps({"timed_out": False, "view": fast})
