@@ -166,7 +166,7 @@ class Arena:
         self.keepalive_s = keepalive_s
         # One pub/sub listener per process for every long-poll, stream and waiting action.
         prefix = glob_escape(store.p)
-        self.wakeups = Wakeups(store.r, [f"{prefix}game:*:changed", f"{prefix}bot:*:turn"])
+        self.wakeups = Wakeups(store.r, [f"{prefix}game:*:changed"])
         self.wakeups.on_message = self._heard
         self._game_channel = (f"{store.p}game:", ":changed")
         # game id -> the newest version this process handed to its own waiters when it
@@ -180,7 +180,8 @@ class Arena:
     def _heard(self, channel: str, data: Any, generation: int) -> Any:
         """Every message the listener hears: game changes move the game cache on; the
         parsed message (header only: the state is decoded when someone needs it) is what
-        the game's waiters get."""
+        the game's waiters get, and a game that became a bot's turn wakes that bot's
+        waiters for a turn in any game."""
         head, tail = self._game_channel
         if channel.startswith(head) and channel.endswith(tail):
             game_id = channel[len(head):-len(tail)]
@@ -192,17 +193,24 @@ class Arena:
                     self._told.pop(game_id, None)
                 if msg.version == told:
                     return SKIP  # this process's waiters heard it when it was committed
+            if msg is not None and msg.turn_bot is not None:
+                self.wakeups.deliver(self.store.bot_turn_channel(msg.turn_bot), msg.version)
             return msg
         return None
 
-    def _tell_local_waiters(self, game_id: str, version: int) -> None:
+    def _tell_local_waiters(self, game_id: str, version: int, new_turn_bot: str | None
+                            ) -> None:
         """Wake this process's waiters on a change it has just committed, without waiting
         for Redis to echo the message back: a waiting seat served by the same worker
-        answers right after the commit. The committed game is in the cache (it is kept
-        there whenever a listener runs, and without one nobody waits)."""
+        answers right after the commit, and so does the bot whose turn the game became
+        (``new_turn_bot``), if it waits for a turn in any game. The committed game is in
+        the cache (it is kept there whenever a listener runs, and without one nobody
+        waits)."""
         channel = self.store.game_channel(game_id)
         if not self.wakeups.has_waiters(channel):
-            return
+            return  # the echo from Redis wakes the bot, if it waits here
+        if new_turn_bot is not None:
+            self.wakeups.deliver(self.store.bot_turn_channel(new_turn_bot), version)
         game = self.store.games.at(game_id, version)
         if game is None:
             return
@@ -469,6 +477,8 @@ class Arena:
                 return None
             raise
         state, new_state, seat, status, deadline = judged
+        old_bot = turn_bot(state, game.seats, game.status)
+        new_bot = turn_bot(new_state, game.seats, status)
         updated = commit_time()
         code, value = self.store.commit(
             game,
@@ -477,15 +487,16 @@ class Arena:
             status=status,
             idem_key=idem_key,
             idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}|{updated:.6f}",
-            old_turn_bot=turn_bot(state, game.seats, game.status),
-            new_turn_bot=turn_bot(new_state, game.seats, status),
+            old_turn_bot=old_bot,
+            new_turn_bot=new_bot,
             deadline=deadline,
             turn_seat=new_state.turn if status == ACTIVE else None,
             cache_generation=generation,
             updated=updated,
         )
         if code == 1:
-            self._tell_local_waiters(game_id, int(value))
+            self._tell_local_waiters(game_id, int(value),
+                                     new_bot if new_bot != old_bot else None)
             self._finished(game, status)
             if timing is not None:
                 timing["committed"] = time.perf_counter()

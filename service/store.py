@@ -23,13 +23,16 @@ Shared keys: ``{p}games:all`` and ``{p}games:{status}`` (sorted sets, score = cr
 sequence, for listing); ``{p}games:seq``; ``{p}bot:{id}`` (hash: name, created);
 ``{p}token:{sha256}`` → bot id; ``{p}bot:{id}:turns`` (set of games where it is that bot's
 turn); ``{p}idem:{bot}:{key}`` (retry memory, 24 h); ``{p}rl:{who}:{window}`` (rate
-counters). Channels: ``{p}game:{id}:changed`` carries ``{version}:{seat in turn}``
-(the seat empty when nobody is to act), followed, when the change wrote a new state and
-left the meta as it was, by ``:{status}:{deadline or ''}:{updated}:{state json}`` — everything of
-the new version but the meta and the log, so a waiter that knows the meta answers without
-reading (``service.wakeups.game_message``); ``{p}bot:{id}:turn`` carries the new version
-whenever a game becomes that bot's turn (a game joins its turn set); each process hears
-them through one listener (``service.wakeups``).
+counters). One channel per game, ``{p}game:{id}:changed``, carries
+``{version}:{seat in turn}:{bot}`` (the seat empty when nobody is to act; the bot when
+the game has just become that bot's turn, i.e. joined its turn set, else empty),
+followed, when the change wrote a new state and left the meta as it was, by
+``:{status}:{deadline or ''}:{updated}:{state json}`` — everything of the new version but
+the meta and the log, so a waiter that knows the meta answers without reading
+(``service.wakeups.game_message``). Each process hears every game channel through one
+listener (``service.wakeups``), which also wakes the bots waiting for a turn in any game
+(``GET /bots/me/turns``): one message per change reaches each process, not one per game
+and another per bot.
 
 Every change to a game goes through ``COMMIT`` (a Lua script): it checks the version the
 caller read is still current, then writes, bumps the version, moves indexes, records the
@@ -63,7 +66,7 @@ IDEM_TTL_S = 24 * 3600
 # KEYS[7] rate counter ('' none), ARGV[13] its window seconds, ARGV[14] its limit.
 # ARGV[15] '1' when the game may have a deadline to move (it has a move limit): a game
 # without one touches neither the deadlines set nor the hash's deadline field. The turn
-# sets change (and the new bot's channel hears) only when the bot in turn changes.
+# sets change (and the message names the new bot) only when the bot in turn changes.
 # ARGV[16] the commit's time (unix seconds), kept as the hash's ``updated``.
 # Returns {1, new_version} | {0, current_version} | {2, stored idem value}
 # | {3, count, ttl_ms} (the rate limit is exceeded: nothing written).
@@ -112,14 +115,15 @@ end
 if KEYS[2] ~= '' then
   redis.call('SET', KEYS[2], ARGV[6] .. '|' .. nv, 'EX', tonumber(ARGV[7]))
 end
+local new_turn = ''
 if ARGV[8] ~= ARGV[9] then
   if ARGV[8] ~= '' then redis.call('SREM', KEYS[4] .. ARGV[8] .. ':turns', ARGV[10]) end
   if ARGV[9] ~= '' then
     redis.call('SADD', KEYS[4] .. ARGV[9] .. ':turns', ARGV[10])
-    redis.call('PUBLISH', KEYS[4] .. ARGV[9] .. ':turn', nv)
+    new_turn = ARGV[9]
   end
 end
-local msg = nv .. ':' .. (ARGV[12] or '')
+local msg = nv .. ':' .. (ARGV[12] or '') .. ':' .. new_turn
 if ARGV[2] ~= '' and ARGV[3] == '' then
   msg = msg .. ':' .. ARGV[5] .. ':' .. ARGV[11] .. ':' .. ARGV[16] .. ':' .. ARGV[2]
 end
@@ -327,6 +331,9 @@ class Store:
         return f"{self.p}game:{game_id}:changed"
 
     def bot_turn_channel(self, bot_id: str) -> str:
+        """What a bot waiting for its turn in any game waits on: a channel of the
+        process's listener, fed from game-channel messages (nothing is published to it
+        in Redis)."""
         return f"{self.p}bot:{bot_id}:turn"
 
     @property
@@ -409,7 +416,7 @@ class Store:
         pipe.zadd(f"{self.p}games:{status}", {game_id: seq})
         if turn_bot:
             pipe.sadd(f"{self.p}bot:{turn_bot}:turns", game_id)
-            pipe.publish(self.bot_turn_channel(turn_bot), 1)
+            pipe.publish(self.game_channel(game_id), f"1::{turn_bot}")
         return Game(game_id, 1, status, meta, state_json, "", deadline, updated)
 
     def get_game(self, game_id: str) -> Game | None:

@@ -58,7 +58,9 @@ SKIP = object()
 
 class GameMessage(NamedTuple):
     """One message of a game channel. ``state_json`` is None when the change carried no
-    state (a join, a timeout: the meta changed, or an older writer): the waiter re-reads."""
+    state (a join, a timeout: the meta changed, or an older writer): the waiter re-reads.
+    ``turn_bot``: the bot whose turn the game has just become (it joined the bot's turn
+    set), else None."""
 
     version: int
     seat: int | None
@@ -66,11 +68,13 @@ class GameMessage(NamedTuple):
     deadline: float | None = None
     state_json: str | None = None
     updated: float | None = None  # when the version was committed (unix seconds)
+    turn_bot: str | None = None
 
 
 def game_message(data: bytes | str | None) -> GameMessage | None:
-    """``b"12:3"`` → (12, 3); ``b"12:"`` or ``b"12"`` → (12, None);
-    ``b"12:3:active:1700000000.000:1699999990.123456:{...}"`` → with status, deadline,
+    """``b"12:3"`` → (12, 3); ``b"12:"`` or ``b"12"`` → (12, None); ``b"12:3:ab12"`` →
+    (12, 3) whose turn is now bot ``ab12``'s;
+    ``b"12:3::active:1700000000.000:1699999990.123456:{...}"`` → with status, deadline,
     commit time and the state JSON (left as it came, bytes or str: only the header is
     decoded). None for a reset or anything unreadable, a writer's older format included
     (the waiter then re-reads, which is always safe)."""
@@ -80,20 +84,24 @@ def game_message(data: bytes | str | None) -> GameMessage | None:
         return data
     if not isinstance(data, bytes):
         data = str(data)
-    parts = data.split(b":" if isinstance(data, bytes) else ":", 5)  # type: ignore[arg-type]
+    parts = data.split(b":" if isinstance(data, bytes) else ":", 6)  # type: ignore[arg-type]
     try:
         version = int(parts[0])
         seat = int(parts[1]) if len(parts) > 1 and parts[1] else None
-        if len(parts) < 5:
-            return GameMessage(version, seat)
-        if len(parts) < 6 or not parts[5]:
+        bot = parts[2] if len(parts) > 2 and parts[2] else None
+        if isinstance(bot, bytes):
+            bot = bot.decode()
+        if len(parts) <= 3:
+            return GameMessage(version, seat, turn_bot=bot)  # type: ignore[arg-type]
+        if len(parts) < 7 or not parts[6]:
             return None
-        deadline = float(parts[3]) if parts[3] else None
-        status = parts[2].decode() if isinstance(parts[2], bytes) else parts[2]
-        updated = float(parts[4])
+        status = parts[3].decode() if isinstance(parts[3], bytes) else parts[3]
+        deadline = float(parts[4]) if parts[4] else None
+        updated = float(parts[5])
     except (ValueError, UnicodeDecodeError):
         return None
-    return GameMessage(version, seat, status, deadline, parts[5], updated)  # type: ignore[arg-type]
+    return GameMessage(version, seat, status, deadline, parts[6], updated,  # type: ignore[arg-type]
+                       bot)  # type: ignore[arg-type]
 
 
 class Waiter:

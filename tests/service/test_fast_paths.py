@@ -274,7 +274,7 @@ def test_the_game_cache_keeps_a_committers_decoded_state(app, api):
     cache = GameCache()
     cache.put(old, 1)
     state = old.state
-    message = game_message(f"{old.version + 1}:1:active::1700000000.5:{old.state_json}".encode())
+    message = game_message(f"{old.version + 1}:1::active::1700000000.5:{old.state_json}".encode())
     cache.heard(game_id, message, 1)  # the echo of the commit arrives first
     heard = cache.get(game_id, 1)
     assert heard.version == old.version + 1 and heard._state is None

@@ -66,18 +66,21 @@ def test_view_from_message_is_the_view_from_redis(app, api, players, move_limit,
 
 
 def test_old_and_stateless_messages_parse():
-    assert game_message(b"12:3") == (12, 3, None, None, None, None)
-    assert game_message(b"12:") == (12, None, None, None, None, None)
-    assert game_message(b"12") == (12, None, None, None, None, None)
-    m = game_message(b'13:1:active:1700000000.500:1699999990.123456:{"a":":"}')
+    assert game_message(b"12:3") == (12, 3, None, None, None, None, None)
+    assert game_message(b"12:") == (12, None, None, None, None, None, None)
+    assert game_message(b"12") == (12, None, None, None, None, None, None)
+    assert game_message(b"12:3:ab12") == (12, 3, None, None, None, None, "ab12")
+    m = game_message(b'13:1::active:1700000000.500:1699999990.123456:{"a":":"}')
     # only the header is decoded: the state JSON stays as it came (bytes here)
-    assert m == (13, 1, "active", 1700000000.5, b'{"a":":"}', 1699999990.123456)
-    assert game_message(b"13::finished::1.5:{}") == (13, None, "finished", None, b"{}", 1.5)
-    assert game_message('13:1:active::2:{"a":":"}') == (13, 1, "active", None, '{"a":":"}', 2.0)
+    assert m == (13, 1, "active", 1700000000.5, b'{"a":":"}', 1699999990.123456, None)
+    assert game_message(b"13:::finished::1.5:{}") == (13, None, "finished", None, b"{}", 1.5,
+                                                      None)
+    assert game_message('13:1:cd34:active::2:{"a":":"}') == \
+        (13, 1, "active", None, '{"a":":"}', 2.0, "cd34")
     assert game_message(m) is m
     assert game_message(b"x:1") is None
     assert game_message(None) is None
-    # a writer's format from before commit times, or a message cut short: unreadable, so
-    # the waiter re-reads the game (always safe)
-    assert game_message(b'13:1:active::{"a":":"}') is None
-    assert game_message(b"13:1:active::1.5:") is None
+    # a writer's older format, or a message cut short: unreadable, so the waiter re-reads
+    # the game (always safe)
+    assert game_message(b'13:1:active::1.5:{"a":":"}') is None
+    assert game_message(b"13:1::active::1.5:") is None

@@ -120,6 +120,61 @@ def test_bot_turns_long_poll(app, api):
     assert got == {"timed_out": False, "games": [game["id"]]}
 
 
+
+def _bot_turns_in_thread(app, token, got):
+    def wait():
+        c = app.test_client()
+        got.update(c.get("/bots/me/turns", query_string={"timeout": 10},
+                         headers={"Authorization": f"Bearer {token}"}).json)
+
+    th = threading.Thread(target=wait)
+    th.start()
+    time.sleep(0.2)
+    return th
+
+
+def test_bot_turns_wake_with_the_game_watched_here_too(app, api):
+    """A commit that wakes this process's own waiters skips Redis's echo of it: the bot
+    whose turn the game became must be woken with them, not by that echo."""
+    b0, t0 = api.bot("solo")
+    b1, t1 = api.bot("duo")
+    game = api.game(t0, 2, seats=[b0, b1], seed=3)
+    gid = game["id"]
+    first = api.view(gid).json
+    turn_bot, other = ([t0, t1] if first["turn"] == 0 else [t1, t0])
+    watched = {}
+
+    def watch():  # a spectator long-polls the game: a game-channel waiter in this process
+        c = app.test_client()
+        watched.update(c.get(f"/games/{gid}/turn",
+                             query_string={"after": first["version"], "timeout": 10}).json)
+
+    spectator = threading.Thread(target=watch)
+    spectator.start()
+    got: dict = {}
+    waiting = _bot_turns_in_thread(app, other, got)
+    assert api.act(gid, turn_bot, "beg").status_code == 200
+    waiting.join(5)
+    spectator.join(5)
+    assert got == {"timed_out": False, "games": [gid]}
+    assert watched["view"]["version"] == first["version"] + 1
+
+
+def test_a_new_game_wakes_the_bot_whose_turn_it_is(app, api):
+    b0, t0 = api.bot("host")
+    b1, t1 = api.bot("guest")
+    got: dict = {}
+    waiting = _bot_turns_in_thread(app, t1, got)
+    started = time.monotonic()
+    for seed in range(50):  # a seed that makes the guest (seat 1) the beggar
+        game = api.game(t0, 2, seats=[b0, b1], seed=seed)
+        if api.view(game["id"]).json["turn"] == 1:
+            break
+    waiting.join(5)
+    assert got == {"timed_out": False, "games": [game["id"]]}
+    assert time.monotonic() - started < 5
+
+
 def _parse_sse(chunks):
     events, comments = [], []
     for chunk in chunks:
