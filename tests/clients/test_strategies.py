@@ -16,7 +16,7 @@ from clients.strategies import (
     get_strategy,
 )
 from clients.strategies.duel import duplicate_pair
-from clients.strategies.heuristic import follow, lead
+from clients.strategies.heuristic import follow, lead, stands
 from clients.strategies.knowledge import Knowledge, mask, read_view
 from clients.strategies.search import (
     _matching_deal,
@@ -272,3 +272,21 @@ def test_rollout_decisions_follow_the_heuristic_rules():
     for state in STATES:
         if state.phase in (STAND_OR_BEG, GIVE_ONE_OR_RUN):
             assert rollout_decision(state) in legal_actions(state)
+
+
+def test_beggar_stands_on_likely_high_or_low_and_not_on_length_alone():
+    """R8: the beggar stands when the kicked suit likely brings its team High or Low (R17,
+    R18) — the ace, or a king with the three — and begs on small trumps without them,
+    whatever the score: even when the dealer's team is 2 short of the target."""
+    trump = 0  # suit 0: card r is the trump of rank r (0 the two, 12 the ace)
+    sides = [14, 16, 29, 31]  # small cards of suits 1 and 2
+
+    def hand(*cards: int) -> int:
+        return mask(list(cards))
+
+    early, dealers_near = [0, 0], [5, 12]  # dealer 3: team 1 deals
+    assert stands(hand(12, 3, *sides), trump, early, 3, 14)  # ace: High is ours
+    assert stands(hand(11, 1, *sides), trump, early, 3, 14)  # king and three
+    assert not stands(hand(3, 5, 7, *sides[:3]), trump, early, 3, 14)  # length alone
+    assert not stands(hand(3, 5, 7, *sides[:3]), trump, dealers_near, 3, 14)
+    assert not stands(hand(10, 3, *sides), trump, early, 3, 14)  # a lone queen
