@@ -9,7 +9,6 @@ which seat, compare-and-set retries, idempotent replies, and waiting for changes
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import secrets
 import time
@@ -31,6 +30,7 @@ from .engine import (
     spectator_view,
 )
 from .engine.record import record_from_events
+from .jsonio import dumps
 from .problems import Problem
 from .store import Game, Store, commit_time
 from .wakeups import SKIP, GameMessage, Wakeups, game_message, glob_escape
@@ -43,10 +43,6 @@ KEEPALIVE_S = 5.0
 
 
 
-def dumps(data: Any) -> str:
-    """The one JSON encoding of responses: compact and deterministic, so a replayed
-    idempotent answer is byte-identical to the first."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 def status_of(state: State, seats: list[str | None]) -> str:

@@ -42,7 +42,6 @@ idempotency key and publishes — all or nothing, so concurrent writers never bo
 from __future__ import annotations
 
 import hashlib
-import json
 import secrets
 import threading
 import time
@@ -54,6 +53,7 @@ from typing import Any
 
 import redis
 
+from . import jsonio
 from .engine import State, Variants
 
 IDEM_TTL_S = 24 * 3600
@@ -210,7 +210,7 @@ class Game:
     def state(self) -> State:
         state = self._state
         if state is None:
-            state = self._state = State.from_dict(json.loads(self.state_json))
+            state = self._state = State.from_dict(jsonio.loads(self.state_json))
         return state
 
     @property
@@ -403,8 +403,8 @@ class Store:
         the pipeline executes; an aborted transaction leaves only an unused sequence."""
         game_id = secrets.token_hex(6)
         seq = self.r.incr(f"{self.p}games:seq")
-        state_json = json.dumps(state.to_dict(), separators=(",", ":"))
-        meta_json = json.dumps(meta, separators=(",", ":"))
+        state_json = jsonio.dumps(state.to_dict())
+        meta_json = jsonio.dumps(meta)
         updated = commit_time()
         fields_ = {"state": state_json, "meta": meta_json, "status": status, "version": 1,
                    "log": "", "updated": _stamp(updated)}
@@ -447,7 +447,7 @@ class Store:
             id=game_id,
             version=int(raw[b"version"]),
             status=raw[b"status"].decode(),
-            meta=json.loads(raw[b"meta"]),
+            meta=jsonio.loads(raw[b"meta"]),
             state_json=raw[b"state"].decode(),
             log=raw[b"log"].decode(),
             deadline=float(raw[b"deadline"]) if b"deadline" in raw else None,
@@ -503,12 +503,11 @@ class Store:
         else:
             hit = None
             keys.append("")
-        state_json = (json.dumps(state.to_dict(), separators=(",", ":"))
-                      if state is not None else "")
+        state_json = jsonio.dumps(state.to_dict()) if state is not None else ""
         args = [
             str(game.version),
             state_json,
-            json.dumps(meta, separators=(",", ":")) if meta is not None else "",
+            jsonio.dumps(meta) if meta is not None else "",
             chr(48 + action) if action is not None else "",
             status,
             idem_value,
