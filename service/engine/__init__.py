@@ -44,7 +44,7 @@ if COMPILED:
     _built = _os.path.getmtime(_game.__file__)
     _stale = [
         name
-        for name in ("actions", "cards", "game", "play", "scoring", "state")
+        for name in ("actions", "cards", "game", "play", "scoring", "state", "views")
         if _os.path.getmtime(_os.path.join(_dir, name + ".py")) > _built
     ]
     if _stale:
