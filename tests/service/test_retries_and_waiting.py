@@ -105,23 +105,16 @@ def test_bot_turns_long_poll(app, api):
     r = api.c.get("/bots/me/turns", query_string={"timeout": 0}, headers=api.auth(turn_bot))
     assert r.json == {"timed_out": False, "games": [game["id"]]}
     other = t1 if turn_bot == t0 else t0
-    got = {}
-
-    def wait():
-        c = app.test_client()
-        got.update(c.get("/bots/me/turns", query_string={"timeout": 10},
-                         headers={"Authorization": f"Bearer {other}"}).json)
-
-    th = threading.Thread(target=wait)
-    th.start()
-    time.sleep(0.2)
+    got: dict = {}
+    th = _bot_turns_in_thread(app, other, got)
     assert api.act(game["id"], turn_bot, "beg").status_code == 200
     th.join(5)
     assert got == {"timed_out": False, "games": [game["id"]]}
 
 
-
 def _bot_turns_in_thread(app, token, got):
+    """``GET /bots/me/turns`` (10 s) for ``token`` in a thread, answer into ``got``;
+    returns once it has had time to start waiting."""
     def wait():
         c = app.test_client()
         got.update(c.get("/bots/me/turns", query_string={"timeout": 10},
