@@ -42,9 +42,6 @@ CAS_ATTEMPTS = 50
 KEEPALIVE_S = 5.0
 
 
-
-
-
 def status_of(state: State, seats: list[str | None]) -> str:
     if state.is_over:
         return FINISHED

@@ -23,12 +23,13 @@ that sees the listener's generation change treats it as a reset as well, so it r
 after the new subscription is live. With no waiters for ``idle_s`` seconds the listener
 closes its connection and ends; the next waiter starts it again.
 
-Game channels carry ``"{version}:{seat in turn}"`` (the seat empty when nobody is to act,
-or when the writer did not say), so a waiter whose seat is not in turn can skip the
-re-read, and after an action also the new status, deadline and state, so a waiter whose
-turn it is can answer from the message (see ``game_message``). A process that commits a
-change hands that message to its own waiters itself (``Wakeups.deliver``) rather than wait
-for Redis to echo it back to the listener.
+Game channels carry ``"{version}:{seat in turn}:{bot}"`` (the seat empty when nobody is
+to act, or when the writer did not say; the bot when the game has just become its turn),
+so a waiter whose seat is not in turn can skip the re-read and a bot waiting for a turn in
+any game is woken, and after an action also the new status, deadline, commit time and
+state, so a waiter whose turn it is can answer from the message (see ``game_message``).
+A process that commits a change hands that message to its own waiters itself
+(``Wakeups.deliver``) rather than wait for Redis to echo it back to the listener.
 """
 
 from __future__ import annotations
