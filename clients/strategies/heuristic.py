@@ -44,10 +44,6 @@ JACK_RISK = 0.0
 # under which partner's winning card is fed a ten. Measured against random (2000 duplicate
 # games each): hunting or drawing with fewer trumps, or feeding at risk 0.3 or 0.6, moved
 # the margin by at most 0.02 points a hand, within the noise.
-# Trumps needed to lead the top trump hunting the jack / drawing trumps, and the risk
-# under which partner's winning card is fed a ten. Measured against random (2000 duplicate
-# games each): hunting or drawing with fewer trumps, or feeding at risk 0.3 or 0.6, moved
-# the margin by at most 0.02 points a hand, within the noise.
 HUNT_LEN = 2
 STRONG_LEN = 3
 FEED_RISK = 0.0
