@@ -17,11 +17,16 @@ text                  int       who, when
 
 from __future__ import annotations
 
+from typing import Final
+
 from .cards import CARD_NAMES, parse_card
 
 Action = int
 
-STAND, BEG, GIVE_ONE, RUN_PACK = 52, 53, 54, 55
+STAND: Final = 52
+BEG: Final = 53
+GIVE_ONE: Final = 54
+RUN_PACK: Final = 55
 DECISIONS = {"stand": STAND, "beg": BEG, "give_one": GIVE_ONE, "run_pack": RUN_PACK}
 _DECISION_NAMES = {v: k for k, v in DECISIONS.items()}
 

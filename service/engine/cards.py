@@ -17,27 +17,37 @@ when card ``c`` is in the set.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 Card = int
 Suit = int
 CardMask = int
 
-SUITS = "CDHS"
-RANKS = "23456789TJQKA"
-SUIT_NAMES = ("clubs", "diamonds", "hearts", "spades")
+SUITS: Final = "CDHS"
+RANKS: Final = "23456789TJQKA"
+SUIT_NAMES: Final = ("clubs", "diamonds", "hearts", "spades")
 
-CLUBS, DIAMONDS, HEARTS, SPADES = 0, 1, 2, 3
-TWO, SIX, TEN, JACK, QUEEN, KING, ACE = 0, 4, 8, 9, 10, 11, 12
+CLUBS: Final = 0
+DIAMONDS: Final = 1
+HEARTS: Final = 2
+SPADES: Final = 3
+TWO: Final = 0
+SIX: Final = 4
+TEN: Final = 8
+JACK: Final = 9
+QUEEN: Final = 10
+KING: Final = 11
+ACE: Final = 12
 
-DECK: tuple[Card, ...] = tuple(range(52))
-CARD_NAMES: tuple[str, ...] = tuple(r + s for s in SUITS for r in RANKS)
+DECK: Final[tuple[Card, ...]] = tuple(range(52))
+CARD_NAMES: Final[tuple[str, ...]] = tuple(r + s for s in SUITS for r in RANKS)
 _BY_NAME = {name: card for card, name in enumerate(CARD_NAMES)}
 
-SUIT_MASK: tuple[CardMask, ...] = tuple(0x1FFF << (13 * s) for s in range(4))
-ALL_CARDS: CardMask = (1 << 52) - 1
+SUIT_MASK: Final[tuple[CardMask, ...]] = tuple(0x1FFF << (13 * s) for s in range(4))
+ALL_CARDS: Final[CardMask] = (1 << 52) - 1
 
 # R20: the card points that decide Game. Every suit counts, trump or not.
-GAME_POINTS: tuple[int, ...] = tuple(
+GAME_POINTS: Final[tuple[int, ...]] = tuple(
     {ACE: 4, KING: 3, QUEEN: 2, JACK: 1, TEN: 10}.get(c % 13, 0) for c in DECK
 )
 
@@ -84,7 +94,7 @@ def mask_of(cards: Iterable[Card]) -> CardMask:
 
 # For each suit, a table from the 13-bit slice of a mask to the cards it holds, so that
 # turning a mask into a sorted list of cards costs four lookups.
-_SLICE_CARDS: tuple[tuple[tuple[Card, ...], ...], ...] = tuple(
+_SLICE_CARDS: Final[tuple[tuple[tuple[Card, ...], ...], ...]] = tuple(
     tuple(tuple(s * 13 + r for r in range(13) if bits >> r & 1) for bits in range(1 << 13))
     for s in range(4)
 )

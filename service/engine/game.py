@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from hashlib import shake_256
-from typing import Any
+from typing import Any, Final
 
 from . import play, scoring
 from .actions import BEG, GIVE_ONE, RUN_PACK, STAND, Action, action_name
@@ -39,8 +39,8 @@ from .variants import DEFAULT_VARIANTS, PACK_OUT_ONE_BY_ONE, Variants
 
 Event = dict[str, Any]
 
-MAX_SEED = 2**63 - 1
-_BIT = tuple(1 << c for c in range(52))
+MAX_SEED: Final = 2**63 - 1
+_BIT: Final = tuple(1 << c for c in range(52))
 
 
 # --- chance: the cut and the shuffle, from the seed only ---------------------------------
@@ -170,13 +170,20 @@ def _give_one_allowed(state: State) -> bool:
 # --- applying an action -------------------------------------------------------------------
 
 
-def apply(state: State, action: object, seat: object = None) -> tuple[State, list[Event]]:
+def apply(
+    state: State, action: object, seat: object = None, deal_next: bool = True
+) -> tuple[State, list[Event]]:
     """Apply ``action`` for the seat in turn; returns the new state and the events it caused.
 
     ``seat``, when given, is the seat that asks to act: anyone else's turn is refused
     (R23). Refused actions raise ``IllegalAction`` and leave ``state`` as it was. Both
     are typed ``object`` because they may come straight from a client: anything that is
     not a legal action is refused by the rules, never by a ``TypeError``.
+
+    ``deal_next=False`` is for simulations that only need a hand's result: the last card
+    of a hand is scored (R17–R22) but the next hand is not dealt, leaving a state with
+    every hand empty that no further action applies to (``hand_done``). Dealing — the
+    SHAKE-256 shuffle and the deal's events — is two thirds of that last card's cost.
     """
     phase = state.phase
     if phase == OVER:
@@ -195,7 +202,7 @@ def apply(state: State, action: object, seat: object = None) -> tuple[State, lis
             play.check_play(state, card)  # raises, naming the rule broken
         s = state.clone()
         events: list[Event] = []
-        _play_card(s, card, events)
+        _play_card(s, card, events, deal_next)
     elif phase == STAND_OR_BEG:
         s = state.clone()
         events = []
@@ -422,7 +429,12 @@ def _redeal(s: State, events: list[Event]) -> None:
 # --- play (R12–R16) -----------------------------------------------------------------------
 
 
-def _play_card(s: State, c: Card, events: list[Event]) -> None:
+def hand_done(state: State) -> bool:
+    """Has the hand been played out and scored, its successor not dealt (``deal_next``)?"""
+    return state.phase == PLAY and not state.trick and state.hands[state.turn] == 0
+
+
+def _play_card(s: State, c: Card, events: list[Event], deal_next: bool = True) -> None:
     seat = s.turn
     hands = s.hands = s.hands.copy()
     hands[seat] ^= _BIT[c]
@@ -451,7 +463,8 @@ def _play_card(s: State, c: Card, events: list[Event]) -> None:
         if scoring.score_hand(s, events, award):
             return
         events.append({"type": "hand_over", "hand": s.hand_no + 1, "scores": list(s.scores)})
-        start_hand(s, events)
+        if deal_next:
+            start_hand(s, events)
 
 
 __all__ = [
@@ -462,6 +475,7 @@ __all__ = [
     "cut_for_dealer",
     "deal_hand",
     "decision",
+    "hand_done",
     "kick_points",
     "legal_actions",
     "new_game",

@@ -11,18 +11,22 @@ Seats are numbered in the order play moves (R3); team of a seat: ``team_of``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from .variants import DEFAULT_VARIANTS, Variants
 
 # Phases. Each names the decision the seat in ``turn`` must make (R7), or the end.
-STAND_OR_BEG = "stand_or_beg"  # the beggar: stand or beg (R8)
-GIVE_ONE_OR_RUN = "give_one_or_run"  # the dealer, after a beg: give one or run the pack (R9)
-PLAY = "play"  # the seat in turn plays a card (R12–R16)
-OVER = "over"  # a team reached the target (R22)
+STAND_OR_BEG: Final = "stand_or_beg"  # the beggar: stand or beg (R8)
+GIVE_ONE_OR_RUN: Final = "give_one_or_run"  # the dealer, after a beg: give one or run the pack (R9)
+PLAY: Final = "play"  # the seat in turn plays a card (R12–R16)
+OVER: Final = "over"  # a team reached the target (R22)
 
 # What the beggar decided this hand (``State.beg``).
-BEG_PENDING, STOOD, BEGGED, GAVE_ONE, RAN_PACK = None, "stood", "begged", "gave_one", "ran_pack"
+BEG_PENDING: Final = None
+STOOD: Final = "stood"
+BEGGED: Final = "begged"
+GAVE_ONE: Final = "gave_one"
+RAN_PACK: Final = "ran_pack"
 
 _FORMAT = 1  # bump when the saved form changes incompatibly
 

@@ -194,3 +194,38 @@ def test_R21_no_trump_dealt_no_high_low_or_jack():
     _, events = hand(hands, "AC 2C KC 3C 2D QD KD 3D AD 4D TD 5D")
     assert end_items(events) == [("game", 0, 1)]
     assert game_event(events)["totals"] == [19, 7]
+
+
+def test_R16_R22_a_hand_scored_without_dealing_the_next_scores_the_same():
+    """``apply(..., deal_next=False)`` (for simulations) scores the last card's hand exactly
+    as a real step does (R17–R21, and R22: the game ends at once when a team reaches the
+    target), but deals nothing: every hand is empty and no card can be played."""
+    from service.engine import OVER, PLAY, IllegalAction, legal_actions
+    from service.engine.game import hand_done, new_game
+
+    checked = ended = 0
+    for seed in range(30):
+        state, _ = new_game(4 if seed % 2 else 2, seed)
+        while state.phase != OVER:
+            action = legal_actions(state)[seed % len(legal_actions(state))]
+            dealt, events = apply(state, action)
+            quiet, quiet_events = apply(state, action, None, False)
+            if state.phase == PLAY and dealt.hand_no != state.hand_no:
+                assert hand_done(quiet) and not hand_done(dealt)
+                assert quiet.hand_no == state.hand_no
+                assert quiet.items == dealt.last_items
+                assert quiet_events == events[: len(quiet_events)]
+                assert [e["type"] for e in events[len(quiet_events) :]][0] == "deal"
+                assert legal_actions(quiet) == []
+                try:
+                    apply(quiet, 0)
+                except IllegalAction:
+                    pass
+                else:
+                    raise AssertionError("a card was played after the hand was done")
+                checked += 1
+            else:  # not the end of a hand, or the end of the game: the same step
+                assert quiet.to_dict() == dealt.to_dict()
+                ended += dealt.phase == OVER
+            state = dealt
+    assert checked > 100 and ended > 10
