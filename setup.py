@@ -21,6 +21,7 @@ COMPILED = [
     "service/engine/scoring.py",
     "service/engine/state.py",
     "service/engine/views.py",
+    "clients/strategies/playout.py",
 ]
 
 

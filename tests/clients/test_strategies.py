@@ -17,10 +17,11 @@ from clients.strategies import (
 )
 from clients.strategies.duel import duplicate_pair
 from clients.strategies.heuristic import follow, lead, stands
-from clients.strategies.knowledge import Knowledge, mask, read_view
+from clients.strategies.knowledge import Knowledge, bits, mask, read_view
 from clients.strategies.search import (
     _matching_deal,
     determinize,
+    prepare,
     rollout_decision,
     sample_hands,
 )
@@ -290,3 +291,29 @@ def test_beggar_stands_on_likely_high_or_low_and_not_on_length_alone():
     assert not stands(hand(3, 5, 7, *sides[:3]), trump, early, 3, 14)  # length alone
     assert not stands(hand(3, 5, 7, *sides[:3]), trump, dealers_near, 3, 14)
     assert not stands(hand(10, 3, *sides), trump, early, 3, 14)  # a lone queen
+
+
+def test_sampler_spreads_cards_in_proportion_to_the_room_left():
+    """With no void known, an unseen card lands in each hand (and the stock) as often as
+    a real deal would put it there: in proportion to the cards each place still hides."""
+    k = next(
+        k
+        for st in play_states()
+        if (k := read_view(seat_view(st, st.turn))).tricks and not any(k.forbidden)
+    )
+    deals = prepare(k)
+    rng = random.Random(11)
+    unseen = bits(k.unseen)
+    counts = {s: 0 for s in range(-1, k.players)}
+    runs = 4000
+    for _ in range(runs):
+        hands, _stock = deals.deal(rng)
+        for c in unseen[:3]:
+            where = [s for s in range(k.players) if hands[s] >> c & 1]
+            counts[where[0] if where else -1] += 1
+    room = {s: (0 if s == k.seat else k.hand_sizes[s]) for s in range(k.players)}
+    room[-1] = len(unseen) - sum(room.values())
+    for s, n in counts.items():
+        p = room[s] / len(unseen)
+        expected = 3 * runs * p
+        assert abs(n - expected) <= 5 * (3 * runs * p * (1 - p)) ** 0.5 + 1, (s, n, expected)

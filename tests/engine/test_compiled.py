@@ -23,3 +23,14 @@ def test_compiled_engine_is_not_older_than_its_sources():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         importlib.reload(engine)
+
+
+def test_search_playout_is_compiled_with_the_engine():
+    """The search bot's inner loop (clients/strategies/playout.py) is in the same mypyc
+    build: compiled exactly when the engine is, and never older than its source."""
+    import clients.strategies as strategies
+
+    assert strategies.PLAYOUT_COMPILED is engine.COMPILED
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        importlib.reload(strategies)
