@@ -145,7 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on")
     srv.add_argument("--port", type=int, default=8000)
-    srv.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    srv.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="gunicorn worker processes (default: $WEB_CONCURRENCY, else 2)",
+    )
     srv.add_argument(
         "--data-dir",
         default=None,

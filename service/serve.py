@@ -31,14 +31,20 @@ def default_data_dir() -> Path:
     return Path(os.environ.get("ARENA_DATA_DIR") or "data")
 
 
-def gunicorn_command(host: str, port: int, workers: int, app: str = DEFAULT_APP) -> list[str]:
-    """The gunicorn command line (the Dockerfile's CMD is the same minus the flags)."""
+def gunicorn_command(
+    host: str, port: int, workers: int | None = None, app: str = DEFAULT_APP
+) -> list[str]:
+    """The gunicorn command line (the Dockerfile's CMD is the same minus the flags).
+
+    With no ``workers``, the config's own count applies ($WEB_CONCURRENCY, else 2).
+    """
     bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    count = [] if workers is None else ["--workers", str(workers)]
     return [
         sys.executable, "-m", "gunicorn",
         "-c", GUNICORN_CONFIG,
         "--bind", bind,
-        "--workers", str(workers),
+        *count,
         app,
     ]  # fmt: skip
 
@@ -50,7 +56,7 @@ def _log(message: str) -> None:
 def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
-    workers: int = 2,
+    workers: int | None = None,
     data_dir: str | os.PathLike[str] | None = None,
     app: str = DEFAULT_APP,
 ) -> int:

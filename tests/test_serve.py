@@ -383,6 +383,10 @@ def test_dockerfile_shape() -> None:
     from service.serve import GUNICORN_CONFIG, gunicorn_command
 
     assert cmd[2] == GUNICORN_CONFIG and gunicorn_command("h", 1, 1)[-1] == APP
+    # `--workers N` only when asked: otherwise the config's $WEB_CONCURRENCY (the
+    # Dockerfile's knob) decides, for `allfours serve` as for the image.
+    assert gunicorn_command("h", 1, 3)[-3:-1] == ["--workers", "3"]
+    assert "--workers" not in gunicorn_command("h", 1)
     assert "REDIS_URL" not in docker_env()  # it comes from the environment at run time
 
 
@@ -493,3 +497,16 @@ def test_compose_redis_is_append_only_on_a_volume_and_its_command_runs(tmp_path:
     finally:
         stop_process(proc, signal.SIGTERM)
     assert (tmp_path / "appendonlydir").is_dir()
+
+
+def test_worker_count_comes_from_web_concurrency_unless_given(monkeypatch) -> None:
+    """WEB_CONCURRENCY sets the worker count for the image and for `allfours serve`
+    alike (the serve command passes --workers only when asked to)."""
+    import importlib
+
+    from service import gunicorn_conf
+
+    monkeypatch.setenv("WEB_CONCURRENCY", "3")
+    assert importlib.reload(gunicorn_conf).workers == 3
+    monkeypatch.delenv("WEB_CONCURRENCY")
+    assert importlib.reload(gunicorn_conf).workers == 2
