@@ -93,10 +93,7 @@ class SearchStrategy:
         deadline = time.perf_counter() + self.move_time
         n = 0
         while True:
-            state = deals.sample(template, self.rng)
-            if state is None:
-                hands, stock = sample_hands(k, self.rng, deals)
-                state = with_deal(template, hands, stock, deals.played_by, self.rng)
+            state = sample(k, template, deals, self.rng)
             for c in cards:
                 s, _ = apply(state, c, None, False)
                 totals[c] += rollout(s, k.team, self.rng, self.epsilon)
@@ -209,17 +206,18 @@ def _finish(k: Knowledge, dealt: dict[int, int], rng: random.Random) -> tuple[li
     return hands, stock
 
 
-def determinize(
-    k: Knowledge, view: View, variants: Variants, rng: random.Random, deals: Deals | None = None
-) -> State:
+def determinize(k: Knowledge, view: View, variants: Variants, rng: random.Random) -> State:
     """An engine state for one sampled deal that agrees with everything the seat saw."""
-    template = seen_state(k, view, variants)
-    deals = deals or prepare(k)
-    sample = deals.sample(template, rng)
-    if sample is not None:
-        return sample
-    hands, stock = sample_hands(k, rng, deals)
-    return with_deal(template, hands, stock, deals.played_by, rng)
+    return sample(k, seen_state(k, view, variants), prepare(k), rng)
+
+
+def sample(k: Knowledge, template: State, deals: Deals, rng: random.Random) -> State:
+    """``template`` (``seen_state``) with one deal of the hidden cards from ``deals``."""
+    state = deals.sample(template, rng)
+    if state is None:  # the quick deal got stuck: the exact one
+        hands, stock = sample_hands(k, rng, deals)
+        state = with_deal(template, hands, stock, deals.played_by, rng)
+    return state
 
 
 def seen_state(k: Knowledge, view: View, variants: Variants) -> State:
