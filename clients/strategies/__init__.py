@@ -8,9 +8,9 @@
 from __future__ import annotations
 
 import importlib
-import os
-import warnings
 from typing import Any
+
+from service.engine.freshness import is_compiled, warn_if_stale
 
 from . import playout
 from .base import RandomStrategy, Strategy, View
@@ -19,15 +19,8 @@ from .search import SearchStrategy
 
 # The search bot's playout is compiled by mypyc with the engine (setup.py); an extension
 # older than its source would silently run old code: say so, as the engine does.
-PLAYOUT_COMPILED: bool = not playout.__file__.endswith(".py")
-if PLAYOUT_COMPILED:
-    _source = os.path.join(os.path.dirname(playout.__file__), "playout.py")
-    if os.path.getmtime(_source) > os.path.getmtime(playout.__file__):
-        warnings.warn(
-            "the compiled search playout is older than playout.py: run `pip install -e .` again",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+PLAYOUT_COMPILED: bool = is_compiled(playout)
+warn_if_stale(playout, ("playout",), "the compiled search playout")
 
 BUILTIN: dict[str, type] = {
     "random": RandomStrategy,

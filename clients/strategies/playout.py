@@ -169,14 +169,12 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
             s, _ = apply(s, rollout_card(s, rng, epsilon), None, False)
         else:  # a decision before play, or again after a redeal (R11)
             s, _ = apply(s, rollout_decision(s))
+    items = s.items
+    bonus = 0.0
     if s.hand_no != hand_no:  # the caller's own step finished the hand and dealt the next
         items = s.last_items
-        bonus = 0.0
-    else:
-        items = s.items
-        bonus = 0.0
-        if s.phase == OVER:
-            bonus = WIN_VALUE if s.winner == team else -WIN_VALUE
+    elif s.phase == OVER:
+        bonus = WIN_VALUE if s.winner == team else -WIN_VALUE
     margin = 0.0
     for _item, t, points, _detail in items:
         if t is not None:

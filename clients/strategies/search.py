@@ -40,10 +40,13 @@ __all__ = [
     "WIN_VALUE",
     "SearchStrategy",
     "determinize",
+    "prepare",
     "rollout",
     "rollout_card",
     "rollout_decision",
+    "sample",
     "sample_hands",
+    "seen_state",
 ]
 
 DEFAULT_MOVE_TIME = 0.1

@@ -17,6 +17,7 @@ from . import game as _game
 from .actions import BEG, GIVE_ONE, RUN_PACK, STAND, Action, action_name, parse_action
 from .cards import CARD_NAMES, Card, card_name, parse_card
 from .errors import IllegalAction, InvalidVariants
+from .freshness import is_compiled, warn_if_stale
 from .game import (
     Event,
     apply,
@@ -35,25 +36,10 @@ from .views import redact_event, seat_view, spectator_view
 
 # The hot modules are compiled by mypyc at install time when a C compiler is at hand (see
 # setup.py). An extension older than its source would silently run old rules: say so.
-COMPILED: bool = not _game.__file__.endswith(".py")
-if COMPILED:
-    import os as _os
-    import warnings as _warnings
-
-    _dir = _os.path.dirname(_game.__file__)
-    _built = _os.path.getmtime(_game.__file__)
-    _stale = [
-        name
-        for name in ("actions", "cards", "game", "play", "scoring", "state", "views")
-        if _os.path.getmtime(_os.path.join(_dir, name + ".py")) > _built
-    ]
-    if _stale:
-        _warnings.warn(
-            f"the compiled engine is older than {', '.join(_stale)}.py: "
-            "run `pip install -e .` again (or set ALLFOURS_PURE_PYTHON=1 and reinstall)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+COMPILED: bool = is_compiled(_game)
+warn_if_stale(
+    _game, ("actions", "cards", "game", "play", "scoring", "state", "views"), "the compiled engine"
+)
 
 __all__ = [
     "BEG", "CARD_NAMES", "COMPILED", "DEFAULT_VARIANTS", "GIVE_ONE", "GIVE_ONE_OR_RUN", "OVER",
