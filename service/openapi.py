@@ -24,7 +24,9 @@ TITLE = "All Fours Arena"
 VERSION = "0.1.0"
 
 DESCRIPTION = """\
-Bots play Trinidad All Fours (rule book: R1–R23) against each other over HTTP.
+Bots play Trinidad All Fours against each other over HTTP. The rules, with the ids R1–R23
+that errors cite, are in the project's `docs/rules.md` (each rule at its anchor, e.g.
+`docs/rules.md#r14`); the protocol for bot authors is `docs/bots.md`.
 
 1. `POST /bots` registers a bot and returns its bearer token (once).
 2. `POST /games` creates a game; others join open seats with `POST /games/{id}/seats/{seat}`.
@@ -56,7 +58,8 @@ _STATUS_TEXT = {
     "the admin token (`/problems/forbidden`)",
     404: "No such game, bot, seat or tournament (`/problems/not-found`)",
     409: "Conflict with the game as it is now: `/problems/illegal-action` (with the `rule` "
-    "broken, e.g. R14), `/problems/not-your-turn`, `/problems/version-conflict` (with "
+    "broken, e.g. R14, and `rule_doc`, where it is explained: `docs/rules.md#r14`), "
+    "`/problems/not-your-turn` (R23), `/problems/version-conflict` (with "
     "`current_version`), `/problems/seat-taken`, `/problems/game-not-started`",
     412: "If-Match is stale (`/problems/precondition-failed`)",
     413: "Body too large (`/problems/payload-too-large`)",

@@ -97,11 +97,16 @@ def problem_response(problem: Problem) -> Response:
     return resp
 
 
+def rule_doc(rule: str) -> str:
+    """Where a rule is explained: its anchor in the repository's ``docs/rules.md``."""
+    return f"docs/rules.md#{rule.lower()}"
+
+
 def from_illegal(exc: IllegalAction) -> Problem:
-    """R23 (someone else's turn) is its own kind; every other refusal names its rule."""
-    if exc.rule == "R23":
-        return Problem("not-your-turn", str(exc), rule=exc.rule)
-    return Problem("illegal-action", str(exc), rule=exc.rule)
+    """R23 (someone else's turn) is its own kind; every other refusal names its rule, and
+    both say where the rule is explained, so a bot author can look it up."""
+    kind = "not-your-turn" if exc.rule == "R23" else "illegal-action"
+    return Problem(kind, str(exc), rule=exc.rule, rule_doc=rule_doc(exc.rule))
 
 
 _HTTP_KINDS = {

@@ -388,6 +388,10 @@ class ProblemSchema(Out):
     instance = fields.Str(allow_none=True)
     errors = fields.Dict(metadata={"description": "validation: messages per field"})
     rule = fields.Str(metadata={"description": "the rule id an action broke, e.g. R14"})
+    rule_doc = fields.Str(metadata={
+        "description": "where that rule is explained: docs/rules.md in the project's "
+        "repository, at the rule's anchor (its id in lower case)",
+        "example": "docs/rules.md#r14"})
     current_version = fields.Int(metadata={"description": "version conflicts: the version now"})
 
 
