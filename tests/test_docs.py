@@ -133,12 +133,12 @@ def test_readme_claims_about_notation_are_what_the_api_accepts(service: str) -> 
                           json={"action": wrong})
         assert r.status_code == 422, (wrong, r.text)
         assert r.json()["type"] == "/problems/validation", (wrong, r.text)
-    # wherever the docs name a long or lower-case form, they say the API refuses it (422)
-    # or that only the engine's parse_card (Python) takes it
+    # wherever the docs name a long or lower-case form, the same paragraph says the API
+    # refuses it (422) or that only the engine's parse_card (Python) takes it
     for path in (README, BOTS):
-        for line in path.read_text().splitlines():
-            if "`10D`" in line or "lower case" in line:
-                assert "422" in line or "parse_card" in line, (path.name, line)
+        for paragraph in path.read_text().split("\n\n"):
+            if "`10D`" in paragraph or "lower case" in paragraph:
+                assert "422" in paragraph or "parse_card" in paragraph, (path.name, paragraph)
 
 
 # --- docs/bots.md ----------------------------------------------------------------------
