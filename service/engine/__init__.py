@@ -8,7 +8,7 @@ Public API (in the spirit of OpenSpiel's ``State``)::
     seat_view(state, seat), spectator_view(state)
     build_record(players, seed, variants, actions)
 
-Rules are cited by id (R1–R23) from ``shared/rules/all-fours-trinidad.md``.
+Rules are cited by id (R1–R23), each explained at its anchor in ``docs/rules.md``.
 """
 
 # The hot modules may be compiled by mypyc at install time (see setup.py). An extension

@@ -3,7 +3,7 @@
 Every test draws a game (2 or 4 players, R1; a seed; a seed for the random choices; a random
 combination of house-rule variants, including small targets so that kicks and give-ones can
 end a game, R22) and plays it to the end with random legal actions, checking its invariant
-after EVERY action. Rule ids are those of ``shared/rules/all-fours-trinidad.md``.
+after EVERY action. Rule ids are those of ``docs/rules.md``.
 """
 
 from __future__ import annotations
