@@ -1,4 +1,4 @@
-"""The house rules a game may switch on (the rule book's variant table).
+"""The house rules a game may switch on (docs/rules.md#house-rules).
 
 Every field's default is the seed article's rule; the alternatives are the Trinidad club
 and tournament variants. A game's record names the variants in force.
