@@ -206,6 +206,24 @@ def test_every_link_to_a_rule_resolves() -> None:
     assert linked, "the README, docs/bots.md and the problems link to rules by anchor"
 
 
+def anchors_of(path: Path) -> set[str]:
+    """Explicit ``<a id>`` anchors and GitHub's slugs of the headings."""
+    text = path.read_text()
+    found = set(re.findall(r'<a id="([^"]+)"></a>', text))
+    for heading in re.findall(r"^#+ (.+)$", text, re.M):
+        plain = re.sub(r"<[^>]+>", "", heading).strip().lower()
+        found.add(re.sub(r"[^\w\- ]", "", plain).replace(" ", "-"))
+    return found
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    docs = {"README.md": README, "rules.md": RULES, "bots.md": BOTS}
+    for path in docs.values():
+        for target, anchor in re.findall(r"\]\(([\w./]*?)#([\w-]+)\)", path.read_text()):
+            linked = docs[Path(target).name] if target else path
+            assert anchor in anchors_of(linked), (path.name, target, anchor)
+
+
 def test_a_refused_action_points_to_its_rule_in_the_docs(service: str) -> None:
     """An illegal-action or not-your-turn problem names its rule and where it is explained."""
     a = requests.post(f"{service}/bots", json={"name": "ruled"}, timeout=10).json()
