@@ -565,7 +565,9 @@ class Arena:
         over): if it is the game's last move, made by this bot and decided on the version
         before it, the answer it got then (the final view for its seat: nothing can
         follow a finished game's last move, so that answer is rebuilt exactly); else
-        None (judged as any request is, so refused: the game is over)."""
+        None (judged as any request is, so refused: the game is over). The key itself is
+        not compared (once the memory is gone nothing could), so during the grace too the
+        same request under another key gets this answer: the same at any time."""
         log = game.actions
         if not log or log[-1] != action:
             return None
