@@ -13,6 +13,9 @@ warm-up are left out. Two loads, one after the other:
    ``POST /games/{id}/actions?wait=`` as bots do (plus a ``GET …/turn`` per seat and game);
 2. ``--floor`` requests to ``GET /readyz`` (one Redis round trip), from one connection.
 
+``--keys``: every action carries an ``Idempotency-Key`` (``{game}-{version}``), so the
+retry memory's cost is counted too.
+
 Prints one JSON line: ``instructions_per_action``, ``instructions_per_floor_request`` and
 ``cost_ratio`` (floor / action). With one worker and the worker the bottleneck,
 ``cost_ratio`` is what ``bench/http.py --workers 1`` reports as ``ratio``. Deterministic to
@@ -57,8 +60,10 @@ def instructions(out: Path, pid: int, since: int) -> tuple[int, int]:
     raise RuntimeError("callgrind wrote no dump")
 
 
-def play_games(port: int, tokens: list[str], seat_ids: list[str], games: int) -> int:
-    """Whole 4-player games, each seat in its own thread; returns the actions played."""
+def play_games(port: int, tokens: list[str], seat_ids: list[str], games: int,
+               keys: bool = False) -> int:
+    """Whole 4-player games, each seat in its own thread; returns the actions played.
+    ``keys``: every action carries an ``Idempotency-Key`` (as careful bots send)."""
     played = [0]
     lock = threading.Lock()
     for g in range(games):
@@ -74,8 +79,11 @@ def play_games(port: int, tokens: list[str], seat_ids: list[str], games: int) ->
                 if not view["your_turn"]:
                     view = client.json("GET", f"/games/{game_id}/turn?timeout=30")["view"]
                     continue
+                if keys:
+                    client.headers["Idempotency-Key"] = f"{game_id}-{view['version']}"
                 view = client.json("POST", f"/games/{game_id}/actions?wait=30", {
                     "action": rng.choice(view["legal_actions"]), "version": view["version"]})
+                client.headers.pop("Idempotency-Key", None)
                 with lock:
                     played[0] += 1
 
@@ -91,6 +99,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=4, help="4-player games to 7")
     parser.add_argument("--floor", type=int, default=400, help="GET /readyz requests")
+    parser.add_argument("--keys", action="store_true",
+                        help="every action carries an Idempotency-Key")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="arena-cost-") as tmp:
         redis_proc, redis_port = start_redis(Path(tmp))
@@ -124,13 +134,13 @@ def main() -> None:
             bots = [setup.json("POST", "/bots", {"name": f"cost-{i}"}, expect=201)
                     for i in range(4)]
             tokens, ids = [b["token"] for b in bots], [b["id"] for b in bots]
-            play_games(port, tokens, ids, 1)  # warm every code path up
+            play_games(port, tokens, ids, 1, args.keys)  # warm every code path up
             for _ in range(50):
                 setup.get("/readyz")
 
             subprocess.run(["callgrind_control", "-z", str(pid)], check=True,
                            capture_output=True)
-            actions = play_games(port, tokens, ids, args.games)
+            actions = play_games(port, tokens, ids, args.games, args.keys)
             per_game, seen = instructions(out, pid, 0)
             subprocess.run(["callgrind_control", "-z", str(pid)], check=True,
                            capture_output=True)
@@ -143,7 +153,7 @@ def main() -> None:
     per_action = per_game / max(1, actions)
     per_floor = floor / max(1, args.floor)
     print(json.dumps({
-        "bench": "http_cost", "games": args.games, "actions": actions,
+        "bench": "http_cost", "games": args.games, "actions": actions, "keys": args.keys,
         "instructions_per_action": round(per_action),
         "instructions_per_floor_request": round(per_floor),
         "cost_ratio": round(per_floor / per_action, 3),

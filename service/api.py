@@ -181,8 +181,17 @@ IDEMPOTENCY = {
     "name": "Idempotency-Key",
     "in": "header",
     "required": False,
-    "description": "any string up to 100 characters; a retry with the same key and body "
-    "gets the first answer and applies once (kept 24 h)",
+    "description": "any string up to 100 characters, scoped to (your bot, this game): the "
+    "same key in another game is another request. A retry with the same key and the same "
+    "request (body, `version`, If-Match) applies nothing and gets the first answer, byte "
+    "for byte; the same key with another request in this game is 422 "
+    "`idempotency-key-reused` and applies nothing. What is remembered is your bot's latest "
+    "keyed action in the game, while the game is live and a grace period after it ends "
+    "(600 s by default): use a new key for every action (e.g. `move-<version>`) and retry "
+    "only the latest; an older key is forgotten once a newer one is used, and counts as a "
+    "new request (send `version` too, so that a late duplicate is refused, not applied). "
+    "After the grace, a retry of the game's last move still gets its answer (the final "
+    "view); any other action on the finished game is refused",
     "schema": {"type": "string", "minLength": 1, "maxLength": 100},
 }
 IF_MATCH = {
@@ -347,7 +356,12 @@ def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response
     "is always a view of the same shape (`your_turn` says whether it is your move; a "
     "timed-out answer shows the game as it is then). A retry with the same "
     "`Idempotency-Key` applies nothing and answers at once with the view right after the "
-    "action (the first answer's starting point); wait for the turn after it as usual.",
+    "action (the first answer's starting point); wait for the turn after it as usual.\n\n"
+    "An `Idempotency-Key` is scoped to (your bot, this game): the same key in another game "
+    "is a new request there; in this game, the same key with another body, `version` or "
+    "If-Match is 422 `idempotency-key-reused` and applies nothing. The service remembers "
+    "your latest keyed action in each game while the game is live and a grace period "
+    "(600 s by default) after it ends (see the header).",
     tags=("games",),
     query=s.ActQuery,
     body=s.ActionIn,

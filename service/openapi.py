@@ -64,7 +64,8 @@ _STATUS_TEXT = {
     412: "If-Match is stale (`/problems/precondition-failed`)",
     413: "Body too large (`/problems/payload-too-large`)",
     422: "Invalid request (`/problems/validation`, with `errors` per field), or an "
-    "Idempotency-Key reused with another body (`/problems/idempotency-key-reused`)",
+    "Idempotency-Key reused in the same game with another request "
+    "(`/problems/idempotency-key-reused`)",
     429: "Rate limited (`/problems/rate-limited`); see Retry-After",
     503: "Redis unavailable (`/problems/service-unavailable`); retry after Retry-After",
 }

@@ -19,10 +19,23 @@ always holds at most one live entry per game and a move made in time voids the o
 Events are not stored: a game is (players, seed, variants, log), so events are recomputed
 by replaying, which keeps a game to a few hundred bytes.
 
+Retry memory (``Idempotency-Key``), one hash per game, ``{p}game:{id}:idem``: field = bot
+id, value = that bot's latest keyed action in the game, ``{len}:{key}|{body hash}|{ply}|
+{seat}|{deadline}|{updated}|{version}`` (``retry_tag``, ``retry_record``). A key's scope is
+(bot, game): the same key in another game is another request; in the same game with
+another body (or version, or If-Match), 422. ``COMMIT`` reads and writes it with the game,
+so a retry and its twin never both apply. A bot's next keyed action replaces its record (a
+bot retries its latest action, not older ones): at most one record per bot and game. No
+expiry while the game is live; the commit that finishes the game gives it
+``ARENA_RETRY_GRACE`` seconds (default 600); after that a retry of the game's last move is
+answered from the game itself (``Arena._last_move_answer``). Memory follows the live
+games, not the history. (Issue 13's cluster layout will give this key the game's hash tag
+with the game's other keys.)
+
 Shared keys: ``{p}games:all`` and ``{p}games:{status}`` (sorted sets, score = creation
 sequence, for listing); ``{p}games:seq``; ``{p}bot:{id}`` (hash: name, created);
 ``{p}token:{sha256}`` → bot id; ``{p}bot:{id}:turns`` (set of games where it is that bot's
-turn); ``{p}idem:{bot}:{key}`` (retry memory, 24 h); ``{p}rl:{who}:{window}`` (rate
+turn); ``{p}rl:{who}:{window}`` (rate
 counters). One channel per game, ``{p}game:{id}:changed``, carries
 ``{version}:{seat in turn}:{bot}`` (the seat empty when nobody is to act; the bot when
 the game has just become that bot's turn, i.e. joined its turn set, else empty),
@@ -36,7 +49,7 @@ and another per bot.
 
 Every change to a game goes through ``COMMIT`` (a Lua script): it checks the version the
 caller read is still current, then writes, bumps the version, moves indexes, records the
-idempotency key and publishes — all or nothing, so concurrent writers never both apply.
+retry and publishes — all or nothing, so concurrent writers never both apply.
 """
 
 from __future__ import annotations
@@ -56,19 +69,25 @@ import redis
 from . import jsonio
 from .engine import State, Variants
 
-IDEM_TTL_S = 24 * 3600
+# Seconds the retry memory of a finished game is kept (``ARENA_RETRY_GRACE``): longer than
+# any client's retries (``clients.api.RetryPolicy`` gives up within about a minute) and
+# than a Redis restart, short enough that finished games cost nothing after it.
+RETRY_GRACE_S = 600
 
-# KEYS[1] game hash, KEYS[2] idempotency key ('' for none), KEYS[3] index prefix,
-# KEYS[4] bot-turns key prefix, KEYS[5] channel, KEYS[6] deadlines sorted set.
+# KEYS[1] game hash, KEYS[2] the game's retry memory (``{p}game:{id}:idem``), KEYS[3]
+# index prefix, KEYS[4] bot-turns key prefix, KEYS[5] channel, KEYS[6] deadlines sorted set.
 # ARGV: expected version, state json ('' keep), meta json ('' keep), action char ('' none),
-# new status, idem value ('' none), idem ttl, old turn bot, new turn bot, game id,
+# new status, retry record ('' none: the record without its tag and version), the
+# memory's grace seconds once the game is finished, old turn bot, new turn bot, game id,
 # new deadline ('' none), seat in turn after the change ('' none or not said).
 # KEYS[7] rate counter ('' none), ARGV[13] its window seconds, ARGV[14] its limit.
 # ARGV[15] '1' when the game may have a deadline to move (it has a move limit): a game
 # without one touches neither the deadlines set nor the hash's deadline field. The turn
 # sets change (and the message names the new bot) only when the bot in turn changes.
 # ARGV[16] the commit's time (unix seconds), kept as the hash's ``updated``.
-# Returns {1, new_version} | {0, current_version} | {2, stored idem value}
+# ARGV[17] the acting bot (its field in the memory), ARGV[18] the key's tag (``{len}:{key}|``,
+# '' no key): a record of this bot that starts with the tag is a retry, answered from it.
+# Returns {1, new_version} | {0, current_version} | {2, stored retry record}
 # | {3, count, ttl_ms} (the rate limit is exceeded: nothing written).
 COMMIT = """
 if KEYS[7] and KEYS[7] ~= '' then
@@ -78,9 +97,9 @@ if KEYS[7] and KEYS[7] ~= '' then
 end
 local v = redis.call('HGET', KEYS[1], 'version')
 if not v then return {-1, 0} end
-if KEYS[2] ~= '' then
-  local seen = redis.call('GET', KEYS[2])
-  if seen then return {2, seen} end
+if ARGV[18] ~= '' then
+  local seen = redis.call('HGET', KEYS[2], ARGV[17])
+  if seen and string.sub(seen, 1, #ARGV[18]) == ARGV[18] then return {2, seen} end
 end
 if v ~= ARGV[1] then return {0, tonumber(v)} end
 local nv = tonumber(v) + 1
@@ -112,8 +131,11 @@ if ARGV[15] ~= '' then
     redis.call('HDEL', KEYS[1], 'deadline')
   end
 end
-if KEYS[2] ~= '' then
-  redis.call('SET', KEYS[2], ARGV[6] .. '|' .. nv, 'EX', tonumber(ARGV[7]))
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[17], ARGV[18] .. ARGV[6] .. '|' .. nv)
+end
+if old ~= ARGV[5] and ARGV[5] == 'finished' then
+  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[7]))
 end
 local new_turn = ''
 if ARGV[8] ~= ARGV[9] then
@@ -148,9 +170,10 @@ return {n, redis.call('PTTL', KEYS[1])}
 """
 
 
-# KEYS[1] rate counter ('' none), KEYS[2] game hash, KEYS[3] idempotency key ('' none).
-# ARGV[1] rate window seconds. One round trip for what a hot request reads first:
-# returns {count, ttl_ms, idem value or '', the hash's fields and values...}.
+# KEYS[1] rate counter ('' none), KEYS[2] game hash, KEYS[3] the game's retry memory ('' none).
+# ARGV[1] rate window seconds, ARGV[2] the bot whose record to read. One round trip for
+# what a hot request reads first:
+# returns {count, ttl_ms, the bot's retry record or '', the hash's fields and values...}.
 READ = """
 local n, ttl = 0, 0
 if KEYS[1] ~= '' then
@@ -159,7 +182,7 @@ if KEYS[1] ~= '' then
   ttl = redis.call('PTTL', KEYS[1])
 end
 local out = {n, ttl, ''}
-if KEYS[3] ~= '' then out[3] = redis.call('GET', KEYS[3]) or '' end
+if KEYS[3] ~= '' then out[3] = redis.call('HGET', KEYS[3], ARGV[2]) or '' end
 local h = redis.call('HGETALL', KEYS[2])
 for i = 1, #h do out[#out + 1] = h[i] end
 return out
@@ -310,9 +333,11 @@ class GameCache:
 class Store:
     """Thin typed access to the keys above; no game rules here."""
 
-    def __init__(self, client: redis.Redis, prefix: str) -> None:
+    def __init__(self, client: redis.Redis, prefix: str,
+                 retry_grace_s: int = RETRY_GRACE_S) -> None:
         self.r = client
         self.p = prefix
+        self.idem_grace_s = retry_grace_s
         self._commit = client.register_script(COMMIT)
         self._rate = client.register_script(RATE)
         self._claim = client.register_script(CLAIM)
@@ -326,6 +351,10 @@ class Store:
 
     def game_key(self, game_id: str) -> str:
         return f"{self.p}game:{game_id}"
+
+    def retry_key(self, game_id: str) -> str:
+        """The game's retry memory (see the module docstring)."""
+        return f"{self.p}game:{game_id}:idem"
 
     def game_channel(self, game_id: str) -> str:
         return f"{self.p}game:{game_id}:changed"
@@ -421,24 +450,27 @@ class Store:
 
     def get_game(self, game_id: str) -> Game | None:
         if pending_hit.get() is not None:
-            return self.get_game_and_idem(game_id, "")[0]
+            return self.get_game_and_idem(game_id)[0]
         return self._game(game_id, self.r.hgetall(self.game_key(game_id)))
 
-    def get_game_and_idem(self, game_id: str, idem_key: str) -> tuple[Game | None, str | None]:
-        """The game and an idempotency record read at one instant (one Lua script): both
-        from before a concurrent action, or both from after it. A pending rate-limit hit
-        is counted (and checked) in the same round trip."""
+    def get_game_and_idem(self, game_id: str, bot_id: str = "", idem: str = ""
+                          ) -> tuple[Game | None, str | None]:
+        """The game and ``bot_id``'s retry record for the key ``idem`` (None unless it is
+        that key's, see ``retry_record``) read at one instant (one Lua script): both from before
+        a concurrent action, or both from after it. A pending rate-limit hit is counted
+        (and checked) in the same round trip."""
         hit = pending_hit.get()
         rate_key, window = "", 0
         if hit is not None:
             pending_hit.set(None)
             window = hit.window_s
             rate_key = f"{self.p}rl:{hit.who}:{int(time.time()) // window}"
-        out = self._read(keys=[rate_key, self.game_key(game_id), idem_key], args=[window])
+        memory = self.retry_key(game_id) if idem else ""
+        out = self._read(keys=[rate_key, self.game_key(game_id), memory], args=[window, bot_id])
         if hit is not None:
             hit.check(int(out[0]), int(out[1]))
         raw = dict(zip(out[3::2], out[4::2]))
-        return self._game(game_id, raw), (out[2].decode() if out[2] else None)
+        return self._game(game_id, raw), (retry_record(out[2], idem) if out[2] else None)
 
     def _game(self, game_id: str, raw: dict[bytes, bytes]) -> Game | None:
         if not raw:
@@ -468,6 +500,7 @@ class Store:
         status: str,
         idem_key: str = "",
         idem_value: str = "",
+        idem_bot: str = "",
         old_turn_bot: str | None = None,
         new_turn_bot: str | None = None,
         deadline: float | None = None,
@@ -483,12 +516,15 @@ class Store:
         the script, which refuses the change when it is over the limit (``check``
         raises). ``cache_generation``: keep the committed game in ``games`` under that
         listener generation (None: don't). ``updated``: the commit's time, unix seconds
-        (default: now), kept with the version and published with its state."""
+        (default: now), kept with the version and published with its state.
+        ``idem_key``: the request's ``Idempotency-Key`` ('' none) of the bot ``idem_bot``;
+        ``idem_value`` the record to keep for it if the change applies (code 2 returns
+        the record kept for the same key instead, its tag removed)."""
         if updated is None:
             updated = commit_time()
         keys = [
             self.game_key(game.id),
-            idem_key,
+            self.retry_key(game.id),
             f"{self.p}games:",
             f"{self.p}bot:",
             self.game_channel(game.id),
@@ -510,8 +546,8 @@ class Store:
             jsonio.dumps(meta) if meta is not None else "",
             chr(48 + action) if action is not None else "",
             status,
-            idem_value,
-            IDEM_TTL_S,
+            idem_value if idem_key else "",
+            self.idem_grace_s,
             old_turn_bot or "",
             new_turn_bot or "",
             game.id,
@@ -523,9 +559,13 @@ class Store:
                     or game.meta.get("move_limit")
                     or (meta is not None and meta.get("move_limit"))) else "",
             _stamp(updated),
+            idem_bot,
+            retry_tag(idem_key) if idem_key else "",
         ]
         out = self._commit(keys=keys, args=args)
         code, value = int(out[0]), out[1]
+        if code == 2:
+            value = retry_record(value, idem_key)
         if code == 3:
             assert hit is not None
             hit.check(int(out[1]), int(out[2]))  # raises
@@ -536,13 +576,6 @@ class Store:
                                 deadline, updated, state if state is not None else game._state),
                            cache_generation)
         return code, value
-
-    def idem_key(self, bot_id: str, key: str) -> str:
-        return f"{self.p}idem:{bot_id}:{key}"
-
-    def get_idem(self, key: str) -> str | None:
-        raw = self.r.get(key)
-        return raw.decode() if raw else None
 
     def list_games(
         self, status: str | None, limit: int, cursor: int | None
@@ -587,6 +620,20 @@ class Store:
         slot = int(time.time()) // window_s
         n, ttl = self._rate(keys=[f"{self.p}rl:{who}:{slot}"], args=[window_s])
         return int(n), int(ttl)
+
+
+def retry_tag(key: str) -> str:
+    """What a retry record starts with for ``key``: its length makes the match exact
+    whatever characters the key holds (``a|b`` is not ``a`` followed by a field)."""
+    return f"{len(key)}:{key}|"
+
+
+def retry_record(raw: bytes, key: str) -> str | None:
+    """A stored record for ``key`` without its tag (``{body hash}|{ply}|{seat}|{deadline}|
+    {updated}|{version}``), or None if the record is another key's."""
+    record = raw.decode()
+    tag = retry_tag(key)
+    return record[len(tag):] if record.startswith(tag) else None
 
 
 def _score(t: float) -> str:

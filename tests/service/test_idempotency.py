@@ -1,0 +1,272 @@
+"""Idempotency-Key: its scope is (bot, game), and the retry memory lives with the game.
+
+Issue 11 (defect 1): a key was remembered per bot only, so the same key and body sent to a
+second game answered with the first game's view and applied nothing — a bot keying its
+moves ``move-<version>`` lost moves silently. Issue 12 (point 9): the memory was one key
+per action kept 24 h (most of Redis in a soak); now it is one hash per game holding each
+bot's latest keyed action, dropped a grace period after the game ends.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import pytest
+import redis
+
+from service.app import create_app
+from service.embedded_redis import EmbeddedRedis
+from tests.conftest import REDIS_URL
+from tests.service.conftest import ADMIN_TOKEN, Api
+
+
+def twin_games(api: Api, seed: int, **extra: Any) -> tuple[str, str, list[str]]:
+    """Two 2-player games with the same seats and seed (so the same position at the same
+    version); returns (first id, second id, token per seat)."""
+    (a, ta), (b, tb) = api.bot("a"), api.bot("b")
+    first = api.game(ta, 2, seats=[a, b], seed=seed, **extra)["id"]
+    second = api.game(ta, 2, seats=[a, b], seed=seed, **extra)["id"]
+    return first, second, [ta, tb]
+
+
+def keyed_move(api: Api, game_id: str, tokens: list[str], rng: random.Random,
+               key: str | None = None) -> tuple[Any, dict[str, Any]]:
+    """The seat in turn plays a random legal action with ``Idempotency-Key: move-<version>``
+    (or ``key``); returns (response, the request: token, action, version, headers)."""
+    seat = api.view(game_id).json["turn"]
+    mine = api.view(game_id, tokens[seat]).json
+    sent = {"token": tokens[seat], "action": rng.choice(mine["legal_actions"]),
+            "version": mine["version"],
+            "headers": {"Idempotency-Key": key or f"move-{mine['version']}"}}
+    return send(api, game_id, sent), sent
+
+
+def send(api: Api, game_id: str, sent: dict[str, Any]) -> Any:
+    """Send a request again (without ``version`` when it is None)."""
+    body = {"version": sent["version"]} if sent["version"] is not None else {}
+    return api.act(game_id, sent["token"], sent["action"], headers=sent["headers"], **body)
+
+
+def version(api: Api, game_id: str) -> int:
+    return api.view(game_id).json["version"]
+
+
+# --- scope: (bot, game) -------------------------------------------------------------------
+
+
+def test_the_same_key_and_body_in_another_game_is_another_request(api):
+    first, second, tokens = twin_games(api, seed=8)
+    start = version(api, first)
+    one, sent = keyed_move(api, first, tokens, random.Random(1))
+    assert one.status_code == 200 and one.json["id"] == first
+    two = send(api, second, sent)  # same bot, same key, same body, other game
+    assert two.status_code == 200, two.json
+    assert two.json["id"] == second and two.json["version"] == start + 1
+    assert two.headers["ETag"] == f'"{start + 1}"'
+    assert version(api, second) == start + 1  # applied there, not answered from the first
+    assert version(api, first) == start + 1
+    # each game's retry answers its own first answer, byte for byte
+    assert send(api, first, sent).get_data() == one.get_data()
+    assert send(api, second, sent).get_data() == two.get_data()
+    assert version(api, first) == version(api, second) == start + 1
+
+
+def test_version_keyed_moves_in_two_games_at_once_lose_nothing(api):
+    """A bot that keys its moves ``move-<version>`` plays two games move for move: every
+    move applies in its own game (before the fix the second game's moves were answered
+    from the first game's memory and never applied)."""
+    first, second, tokens = twin_games(api, seed=5, variants={"target": 3})
+    rng = {first: random.Random(3), second: random.Random(3)}
+    moves = {first: 0, second: 0}
+    for _ in range(400):
+        live = [g for g in (first, second) if api.view(g).json["status"] != "finished"]
+        if not live:
+            break
+        for game_id in live:
+            before = version(api, game_id)
+            r, _ = keyed_move(api, game_id, tokens, rng[game_id])
+            assert r.status_code == 200, r.json
+            assert r.json["id"] == game_id and r.json["version"] == before + 1
+            assert version(api, game_id) == before + 1
+            moves[game_id] += 1
+    else:
+        raise AssertionError("the games did not finish")
+    assert moves[first] == moves[second] > 0
+
+
+def test_the_same_key_with_another_version_or_if_match_is_refused(api):
+    game_id, _, tokens = twin_games(api, seed=8)
+    r, sent = keyed_move(api, game_id, tokens, random.Random(2), key="mine")
+    assert r.status_code == 200
+    now = version(api, game_id)
+    for other in ({**sent, "version": sent["version"] + 1},
+                  {**sent, "version": None,
+                   "headers": {**sent["headers"], "If-Match": f'"{sent["version"]}"'}}):
+        again = send(api, game_id, other)
+        assert again.status_code == 422, again.json
+        assert again.json["type"] == "/problems/idempotency-key-reused"
+        assert version(api, game_id) == now  # nothing applied
+    assert send(api, game_id, sent).status_code == 200  # the same request still replays
+    assert version(api, game_id) == now
+
+
+# --- memory kept with the game ------------------------------------------------------------
+
+
+def game_keys(redis_client, prefix: str, game_id: str) -> dict[str, int]:
+    """Every Redis key under ``prefix`` that names the game: name -> TTL (-1: none)."""
+    return {k.decode(): redis_client.ttl(k)
+            for k in redis_client.scan_iter(match=f"{prefix}*{game_id}*", count=1000)}
+
+
+def test_retry_memory_is_one_hash_per_game_bounded_and_dropped_after_the_game(
+    api, app, redis_client, key_prefix
+):
+    game_id, _, tokens = twin_games(api, seed=4, variants={"target": 3})
+    rng = random.Random(9)
+    grace = app.config.get("ARENA_RETRY_GRACE", 600)
+    memory = f"{key_prefix}game:{game_id}:idem"
+    moves = 0
+    while api.view(game_id).json["status"] != "finished":
+        r, _ = keyed_move(api, game_id, tokens, rng)
+        assert r.status_code == 200, r.json
+        moves += 1
+        keys = game_keys(redis_client, key_prefix, game_id)
+        assert set(keys) <= {f"{key_prefix}game:{game_id}", memory}, keys
+        assert redis_client.hlen(memory) <= 2  # one record per bot: its latest keyed move
+        if r.json["status"] != "finished":
+            assert keys.get(memory, -1) == -1  # kept as long as the game is live
+    assert moves > 10
+    assert not list(redis_client.scan_iter(match=f"{key_prefix}idem:*"))  # no per-action key
+    # finished: the memory goes a grace period after the end, the game stays
+    assert 0 < redis_client.ttl(memory) <= grace
+    assert redis_client.ttl(f"{key_prefix}game:{game_id}") == -1
+
+
+@pytest.fixture
+def short_grace_api(key_prefix):
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 0, "ARENA_ADMIN_TOKEN": ADMIN_TOKEN,
+                      "ARENA_RETRY_GRACE": 1, "TESTING": True})
+    return Api(app.test_client())
+
+
+def play_to_the_end(api: Api, game_id: str, tokens: list[str], rng: random.Random
+                    ) -> list[tuple[Any, dict[str, Any]]]:
+    moves = []
+    while api.view(game_id).json["status"] != "finished":
+        r, sent = keyed_move(api, game_id, tokens, rng)
+        assert r.status_code == 200, r.json
+        moves.append((r, sent))
+    return moves
+
+
+def test_retries_of_a_finished_game_during_and_after_the_grace(
+    short_grace_api, redis_client, key_prefix
+):
+    api = short_grace_api
+    game_id, _, tokens = twin_games(api, seed=6, variants={"target": 3})
+    moves = play_to_the_end(api, game_id, tokens, random.Random(4))
+    (last, last_sent), (_, earlier_sent) = moves[-1], next(
+        m for m in reversed(moves) if m[1]["token"] != moves[-1][1]["token"])
+    final = version(api, game_id)
+    # during the grace: both bots' latest moves replay their first answers
+    assert send(api, game_id, last_sent).get_data() == last.get_data()
+    memory = f"{key_prefix}game:{game_id}:idem"
+    deadline = time.monotonic() + 5
+    while redis_client.exists(memory):
+        assert time.monotonic() < deadline, "the retry memory outlived its grace"
+        time.sleep(0.1)
+    # after it: the game's last move is still answered as it was first answered ...
+    again = send(api, game_id, last_sent)
+    assert again.status_code == 200 and again.get_data() == last.get_data()
+    # ... and any other action meets a finished game: refused, nothing applied
+    other = send(api, game_id, earlier_sent)
+    assert other.status_code == 409, other.json
+    assert other.json["type"] == "/problems/version-conflict"
+    assert version(api, game_id) == final
+
+
+# --- across a Redis restart, and a full Redis -------------------------------------------
+
+
+@pytest.fixture
+def embedded(tmp_path):
+    """A private embedded server (as ``allfours serve`` runs it), restartable on its data."""
+    servers: list[EmbeddedRedis] = []
+
+    def start(port: int | None = None, **kw: Any) -> EmbeddedRedis:
+        server = EmbeddedRedis(tmp_path / "data", port=port, **kw)
+        servers.append(server)
+        server.start()
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def app_on(url: str) -> tuple[Any, Api]:
+    app = create_app({"REDIS_URL": url, "ARENA_KEY_PREFIX": "t:", "ARENA_RATE_LIMIT": 0,
+                      "TESTING": True})
+    return app, Api(app.test_client())
+
+
+def until_answered(call: Any, seconds: float = 10) -> Any:
+    """A client's retries while the service reconnects: 503 + Retry-After, then an answer."""
+    deadline = time.monotonic() + seconds
+    while True:
+        r = call()
+        if r.status_code != 503:
+            return r
+        assert r.headers["Retry-After"] and time.monotonic() < deadline, r.json
+        time.sleep(0.1)
+
+
+def test_a_retry_gets_its_first_answer_across_a_redis_restart(embedded):
+    server = embedded()
+    app, api = app_on(server.url)
+    try:
+        game_id, _, tokens = twin_games(api, seed=8)
+        first, sent = keyed_move(api, game_id, tokens, random.Random(1))
+        assert first.status_code == 200
+        port = server.port
+        server.stop()  # SIGTERM: valkey flushes its append-only file
+        embedded(port=port)
+        again = until_answered(lambda: send(api, game_id, sent))
+        assert again.status_code == 200 and again.get_data() == first.get_data()
+        assert version(api, game_id) == first.json["version"]  # applied once
+    finally:
+        app.extensions["arena"].wakeups.close()
+
+
+def test_the_embedded_server_never_evicts_and_a_full_one_answers_503(embedded):
+    server = embedded()
+    r = redis.Redis.from_url(server.url)
+    assert r.config_get("maxmemory-policy") == {"maxmemory-policy": "noeviction"}
+    cap = r.config_get("maxmemory")["maxmemory"]
+    assert int(cap) >= 64 << 20
+    app, api = app_on(server.url)
+    try:
+        game_id, _, tokens = twin_games(api, seed=8)
+        start, keys = version(api, game_id), r.dbsize()
+        r.config_set("maxmemory", 1)  # full: every write is refused
+        full, sent = keyed_move(api, game_id, tokens, random.Random(1))
+        assert full.status_code == 503, full.json
+        assert full.json["type"] == "/problems/service-unavailable"
+        assert full.headers["Retry-After"]
+        assert version(api, game_id) == start and r.dbsize() == keys  # reads go on; no eviction
+        r.config_set("maxmemory", cap)
+        assert send(api, game_id, sent).status_code == 200  # the bot's retry, once there is room
+        assert version(api, game_id) == start + 1
+    finally:
+        app.extensions["arena"].wakeups.close()
+
+
+def test_the_embedded_memory_cap_is_configurable(embedded, monkeypatch):
+    monkeypatch.setenv("ARENA_REDIS_MAXMEMORY", "100mb")
+    server = embedded()
+    assert redis.Redis.from_url(server.url).config_get("maxmemory") == {
+        "maxmemory": str(100 << 20)}
