@@ -125,6 +125,9 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
                           "content": content}
     if op.response_headers:
         ok["headers"] = op.response_headers
+    if op.status == 201:
+        ok["headers"] = {**ok.get("headers", {}), "Location": {
+            "description": "the new resource's path", "schema": {"type": "string"}}}
     responses: dict[str, Any] = {str(op.status): ok}
     codes = set(op.errors) | {406, 429, 503}
     if op.auth == "admin":

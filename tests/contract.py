@@ -28,6 +28,7 @@ A server error (500) from the service is never allowed, wherever it shows up.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import threading
@@ -141,6 +142,8 @@ class Contract:
             return False
         if mimetype == "text/html" and PAGES.match(path) and method in ("GET", "HEAD"):
             return False
+        if method.upper() == "HEAD":  # a GET without its body (HTTP semantics)
+            method, body = "GET", None
         item = next((item for regex, item in self._routes if regex.match(path)), None)
         op = item.get(method.lower()) if item is not None else None
         if op is None:
@@ -186,6 +189,8 @@ class Contract:
         problem may answer it."""
         if status not in (404, 405) or mimetype != "application/problem+json":
             self.fail(what, "not in openapi.yaml (only a 404/405 problem may answer here)")
+        if body is None:
+            return
         try:
             problem = json.loads(body or b"")
         except ValueError:
@@ -194,13 +199,14 @@ class Contract:
         if errors:
             self.fail(what, "; ".join(errors))
 
-# --- server-sent events --------------------------------------------------------------------
+    # --- server-sent events --------------------------------------------------------------------
 
     def events(self, what: str, chunks: Iterable[bytes | str]) -> Iterator[bytes | str]:
         """Pass ``chunks`` of an event stream through, checking each complete event."""
         buffer = ""
+        decode = codecs.getincrementaldecoder("utf-8")().decode  # a chunk may split a char
         for chunk in chunks:
-            text = chunk.decode() if isinstance(chunk, bytes) else chunk
+            text = decode(chunk) if isinstance(chunk, bytes) else chunk
             buffer += text.replace("\r\n", "\n")
             while "\n\n" in buffer:
                 block, buffer = buffer.split("\n\n", 1)
