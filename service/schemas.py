@@ -496,6 +496,8 @@ class TimeoutOut(Out):
 
 HIDDEN_DOC = "per seat; while the game is live, null for a seat whose cards the asker may " \
     "not see"
+SIZES_DOC = "only where cards are hidden (while the game is live): how many cards each " \
+    "seat got"
 
 
 class CutCard(Out):
@@ -514,8 +516,7 @@ class RecordDeal(Out):
     cards = fields.List(fields.List(card(), allow_none=True), required=True,
                         metadata={"description": "the six cards each seat was dealt; "
                                   + HIDDEN_DOC})
-    sizes = fields.List(fields.Int(), metadata={
-        "description": "only while the game is live: how many cards each seat was dealt"})
+    sizes = fields.List(fields.Int(), metadata={"description": SIZES_DOC})
     runs = fields.List(
         fields.List(fields.List(card(), allow_none=True)), required=True,
         metadata={"description": "each run of the pack (R10): three cards per seat; "
@@ -602,7 +603,7 @@ class DealEvent(EventBase):
     dealer = fields.Int(required=True)
     cards = fields.List(fields.List(card(), allow_none=True), required=True,
                         metadata={"description": HIDDEN_DOC})
-    sizes = fields.List(fields.Int(), metadata={"description": "while live: cards per seat"})
+    sizes = fields.List(fields.Int(), metadata={"description": SIZES_DOC})
 
 
 class KickEvent(EventBase):
@@ -637,7 +638,7 @@ class RunDealEvent(EventBase):
     type = const("run_deal")
     cards = fields.List(fields.List(card(), allow_none=True), required=True,
                         metadata={"description": HIDDEN_DOC})
-    sizes = fields.List(fields.Int(), metadata={"description": "while live: cards per seat"})
+    sizes = fields.List(fields.Int(), metadata={"description": SIZES_DOC})
 
 
 class RedealEvent(EventBase):

@@ -33,6 +33,12 @@ def problem(resp, status: int, kind: str) -> dict:
     return body
 
 
+def test_the_contract_is_valid_openapi_3_1():
+    from openapi_spec_validator import validate
+
+    validate(SPEC)  # raises with the offending part
+
+
 # --- the checker itself ---------------------------------------------------------------------
 
 
