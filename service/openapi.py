@@ -42,6 +42,16 @@ the record (`timeouts`) and the tournament standings. The default actions:
 the lowest legal card when playing (lowest rank, Two lowest; ties clubs, diamonds,
 hearts, spades). A move that arrives before the deadline always wins over the timeout.
 
+**Media types.** Send a body as JSON (`Content-Type: application/json`, or another
+`+json` type; an empty body needs none), else 415. Answers are `application/json`,
+`application/problem+json` for errors, `text/event-stream` for `/games/{game_id}/events`;
+an `Accept` header that admits none of an operation's types gets 406 (no `Accept`, or
+`*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}` or
+`/tournaments/{tournament_id}` gets the page for people instead.
+
+**Closed shapes.** Every response object lists all its members
+(`additionalProperties: false`); optional members are described where they appear.
+
 Every view carries a `version`; send it back (`version` or `If-Match`) to refuse an action
 if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 `application/problem+json` (RFC 9457) with a stable `type`:
