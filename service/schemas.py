@@ -453,9 +453,10 @@ class View(Out):
     hands = fields.List(
         fields.List(card()),
         metadata={"description": "only once the game is over: per seat, the cards it still "
-                  "held when the game ended (all six when it ended on a kick or a give one, "
-                  "empty lists when it ended in the scoring after the last trick); what was "
-                  "dealt and played is in the record"},
+                  "held when the game ended. Points come only before play (a kick, a give "
+                  "one) or after the last trick, so these are whole hands when a kick or a "
+                  "give one won, and empty lists when the hand's scoring did; what was dealt "
+                  "and played is in the record"},
     )
     seed = fields.Int(metadata={"description": "the seed, once the game is over"})
     move_limit = fields.Float(required=True, allow_none=True,
