@@ -244,6 +244,27 @@ CONTRACT = Contract()
 # --- the clients the tests use ---------------------------------------------------------------
 
 
+class _Checked:
+    """A streamed body, checked event by event as it is read; closing it closes the
+    stream underneath (the server's generator lets go of its listener then)."""
+
+    def __init__(self, contract: Contract, what: str, body: Any) -> None:
+        self.body = body
+        self._it = contract.events(what, body)
+
+    def __iter__(self) -> Iterator[bytes | str]:
+        return self._it
+
+    def __next__(self) -> bytes | str:
+        return next(self._it)
+
+    def close(self) -> None:
+        self._it.close()
+        close = getattr(self.body, "close", None)
+        if close is not None:
+            close()
+
+
 def _sse(mimetype: str | None) -> bool:
     return (mimetype or "").split(";")[0].strip().lower() == "text/event-stream"
 
@@ -262,7 +283,7 @@ def install(monkeypatch: Any, contract: Contract = CONTRACT) -> None:
         what = f"{req.method} {req.path}"
         if _sse(resp.mimetype) and resp.is_streamed and not resp.is_sequence:
             if contract.check(req.method, url, resp.status_code, resp.headers, None):
-                resp.response = contract.events(what, resp.response)
+                resp.response = _Checked(contract, what, resp.response)
         else:
             body = resp.get_data()
             if contract.check(req.method, url, resp.status_code, resp.headers, body) and \
