@@ -60,6 +60,7 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
     def wrap(view: Callable[..., Response]) -> Callable[..., Response]:
         @functools.wraps(view)
         def inner(**kwargs: Any) -> Response:
+            negotiate(op)
             if op.auth == "admin":
                 authenticate_admin()
             else:
@@ -76,6 +77,32 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
         return inner
 
     return wrap
+
+
+# What an operation may answer with besides its own success type: problems, and the pages
+# that ``web._negotiate`` serves browsers at the game's and the tournament's URL.
+_ERRORS_AND_JSON = ("application/json", "application/problem+json")
+_PAGES = frozenset({"api.get_game", "api.get_tournament"})
+
+
+def negotiate(op: Operation) -> None:
+    """406 when ``Accept`` admits nothing this operation can answer with (its success type,
+    JSON, a problem; the HTML page where one is served); 415 when a body comes with a
+    Content-Type that is not JSON (``application/json`` or any ``+json``). No Accept
+    admits everything, and an empty body needs no Content-Type."""
+    if request.headers.get("Accept", "").strip():
+        offers = [op.content_type, *_ERRORS_AND_JSON]
+        if request.endpoint in _PAGES:
+            offers.append("text/html")
+        if request.accept_mimetypes.best_match(offers) is None:
+            raise Problem("not-acceptable",
+                          f"this answers with {', '.join(dict.fromkeys(offers))}")
+    if op.body is not None and request.content_length != 0:
+        mimetype = request.mimetype
+        if not (mimetype == "application/json" or mimetype.endswith("+json")) and \
+                request.get_data(cache=True).strip():
+            raise Problem("unsupported-media-type",
+                          f"send the body as application/json, not {mimetype or 'untyped'}")
 
 
 def read_json(required: bool) -> Any:
@@ -176,7 +203,7 @@ SERVER_TIMING = {"Server-Timing": {
     "description": "with `wait` > 0, when the action applied: `act;dur=<ms from the request "
     "to the commit>, wait;dur=<ms waited after it>` (W3C Server Timing)",
     "schema": {"type": "string"}}}
-IF_MATCH_RE = r'^(W/)?"?[0-9]{1,10}"?$'
+IF_MATCH_RE = r'^((W/)?"[0-9]{1,10}"|[0-9]{1,10})$'
 IDEMPOTENCY = {
     "name": "Idempotency-Key",
     "in": "header",
@@ -198,14 +225,17 @@ IF_MATCH = {
     "name": "If-Match",
     "in": "header",
     "required": False,
-    "description": "the version the action was decided on (the view's ETag); 412 if stale",
+    "description": "the version the action was decided on: the view's ETag (`\"12\"`), "
+    "weak (`W/\"12\"`) or bare (`12`); 412 `precondition-failed` (with `current_version`) "
+    "if the game is at another version",
     "schema": {"type": "string", "pattern": IF_MATCH_RE},
 }
 LAST_EVENT_ID = {
     "name": "Last-Event-ID",
     "in": "header",
     "required": False,
-    "description": "resume after this event id (ply.index)",
+    "description": "resume after this event: " + s.EVENT_ID_DOC + ". Sent empty or in "
+    "another shape: 422",
     "schema": {"type": "string", "pattern": s.EVENT_ID_RE},
 }
 
@@ -436,7 +466,9 @@ def turn(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     path_params={"game_id": GAME_ID},
 )
 def events(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
-    last = request.headers.get("Last-Event-ID") or query.get("last_event_id")
+    last = request.headers.get("Last-Event-ID")
+    if last is None:
+        last = query.get("last_event_id")
     if last is not None and not re.match(s.EVENT_ID_RE, last):
         raise Problem("validation", "Last-Event-ID must look like 12.3",
                       errors={"Last-Event-ID": ["must be an event id such as 12.3"]})

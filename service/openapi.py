@@ -44,6 +44,16 @@ the record (`timeouts`) and the tournament standings. The default actions:
 the lowest legal card when playing (lowest rank, Two lowest; ties clubs, diamonds,
 hearts, spades). A move that arrives before the deadline always wins over the timeout.
 
+**Media types.** Send a body as JSON (`Content-Type: application/json`, or another
+`+json` type; an empty body needs none), else 415. Answers are `application/json`,
+`application/problem+json` for errors, `text/event-stream` for `/games/{game_id}/events`;
+an `Accept` header that admits none of an operation's types gets 406 (no `Accept`, or
+`*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}` or
+`/tournaments/{tournament_id}` gets the page for people instead.
+
+**Closed shapes.** Every response object lists all its members
+(`additionalProperties: false`); optional members are described where they appear.
+
 Every view carries a `version`; send it back (`version` or `If-Match`) to refuse an action
 if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 `application/problem+json` (RFC 9457) with a stable `type`:
@@ -61,8 +71,13 @@ _STATUS_TEXT = {
     "broken, e.g. R14, and `rule_doc`, where it is explained: `docs/rules.md#r14`), "
     "`/problems/not-your-turn` (R23), `/problems/version-conflict` (with "
     "`current_version`), `/problems/seat-taken`, `/problems/game-not-started`",
-    412: "If-Match is stale (`/problems/precondition-failed`)",
+    406: "The Accept header admits none of the media types this operation answers with "
+    "(`/problems/not-acceptable`): send `application/json` (or `*/*`, or no Accept)",
+    412: "If-Match is stale (`/problems/precondition-failed`, with `current_version`)",
     413: "Body too large (`/problems/payload-too-large`)",
+    415: "The body is not JSON by its Content-Type (`/problems/unsupported-media-type`): "
+    "send `Content-Type: application/json` (or another `+json` type) with a body; an "
+    "empty body needs no Content-Type",
     422: "Invalid request (`/problems/validation`, with `errors` per field), or an "
     "Idempotency-Key reused in the same game with another request "
     "(`/problems/idempotency-key-reused`)",
@@ -113,14 +128,22 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         out["requestBody"] = {"required": op.body_required, "content": {"application/json": media}}
     if op.content_type == "application/json":
         content = {"application/json": {"schema": op.response}} if op.response else {}
+    elif op.content_type == "text/event-stream":
+        content = {op.content_type: {"schema": {
+            "type": "string",
+            "description": "server-sent events; each event's `data` is one JSON `Event` "
+            "(#/components/schemas/Event) whose `type` is the SSE `event:` field"}}}
     else:
         content = {op.content_type: {"schema": {"type": "string"}}}
     ok: dict[str, Any] = {"description": "OK" if op.status == 200 else "Created",
                           "content": content}
     if op.response_headers:
         ok["headers"] = op.response_headers
+    if op.status == 201:
+        ok["headers"] = {**ok.get("headers", {}), "Location": {
+            "description": "the new resource's path", "schema": {"type": "string"}}}
     responses: dict[str, Any] = {str(op.status): ok}
-    codes = set(op.errors) | {429, 503}
+    codes = set(op.errors) | {406, 429, 503}
     if op.auth == "admin":
         codes |= {401, 403}
         out["security"] = [{"admin": []}]
@@ -128,7 +151,7 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         codes.add(401)
         out["security"] = [{"bearer": []}] if op.auth == "required" else [{"bearer": []}, {}]
     if op.body is not None:
-        codes |= {400, 413, 422}
+        codes |= {400, 413, 415, 422}
     if op.query is not None or op.headers_in:
         codes.add(422)
     for code in sorted(codes):
@@ -154,6 +177,15 @@ def build_spec(app: Flask) -> APISpec:
          "description": "the service's admin token (ARENA_ADMIN_TOKEN)"},
     )
     spec.components.schema("Problem", schema=s.ProblemSchema)
+    spec.components.schema("Variants", schema=s.VariantsOut)
+    for schema in s.EVENTS.values():
+        spec.components.schema(schema.__name__, schema=schema)
+    spec.components.schema("Event", {
+        "description": "One server-sent event's data, by its `type`.",
+        "oneOf": [{"$ref": f"#/components/schemas/{c.__name__}"} for c in s.EVENTS.values()],
+        "discriminator": {"propertyName": "type", "mapping": {
+            t: f"#/components/schemas/{c.__name__}" for t, c in s.EVENTS.items()}},
+    })
     by_path: dict[str, dict[str, Any]] = {}
     for rule, method, op in operations(app.url_map.iter_rules(), app.view_functions):
         path = _path(rule)

@@ -7,15 +7,39 @@ Response schemas shape what leaves the service and are the source of ``openapi.y
 
 from __future__ import annotations
 
-from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from .engine import parse_action
+from .engine import Variants, parse_action
 from .engine.game import MAX_SEED
+from .engine.scoring import ITEMS
+from .engine.state import (
+    BEGGED,
+    GAVE_ONE,
+    GIVE_ONE_OR_RUN,
+    OVER,
+    PLAY,
+    RAN_PACK,
+    STAND_OR_BEG,
+    STOOD,
+)
+from .engine.variants import DEFAULT_VARIANTS
+from .problems import KINDS
 
 ID_PATTERN = r"^[0-9a-f]{12}$"
 CARD_RE = r"^[2-9TJQKA][CDHS]$"
 ACTION_RE = r"^(stand|beg|give_one|run_pack|[2-9TJQKA][CDHS])$"
 EVENT_ID_RE = r"^\d{1,9}(\.\d{1,5})?$"
+SUIT_RE = r"^[CDHS]$"
+EVENT_ID_DOC = (
+    "an event id: `ply.index` resumes after event `index` of ply `ply` (ply 0 is the new "
+    "game: cut, deal, kick; ply n what the n-th action caused); a bare `ply` resumes after "
+    "every event of that ply, so `5` means: from the first event of ply 6 on"
+)
+SEAT_DOC = (
+    "which of your seats; omitted, a bot holding two seats (a 4-player game where it "
+    "plays both partners) gets the seat whose turn it is if it holds it, else its lower "
+    "seat"
+)
 ACTION_DOC = "stand, beg, give_one, run_pack, or a card to play such as AS, TD, 7H"
 TIMEOUT_DOC = (
     "seconds a seat has for each decision; when it runs out the service plays a default "
@@ -60,9 +84,27 @@ class Strict(Schema):
 
 
 class Out(Schema):
+    """A response shape. Closed (``additionalProperties: false`` in the contract): every
+    member an answer carries is named here, and the tests check every answer against it
+    (tests/contract.py). ``unknown`` only shapes the contract: responses are dumped, and a
+    dump writes only the declared fields."""
+
     class Meta:
-        unknown = EXCLUDE
+        unknown = RAISE
         ordered = True
+
+
+def card(**kw: object) -> fields.Str:
+    """A card: rank 2-9, T, J, Q, K, A, then suit C, D, H, S (``AS``, ``TD``)."""
+    return fields.Str(validate=validate.Regexp(CARD_RE), **kw)  # type: ignore[arg-type]
+
+
+def one_of(choices: list[object], **kw: object) -> fields.Str:
+    return fields.Str(validate=validate.OneOf(choices), **kw)  # type: ignore[arg-type]
+
+
+def const(value: str) -> fields.Str:
+    return fields.Str(required=True, validate=validate.Equal(value))
 
 
 # --- requests ---------------------------------------------------------------------------
@@ -76,15 +118,42 @@ class BotCreate(Strict):
     )
 
 
+_D = DEFAULT_VARIANTS
+VARIANT_DOCS = {
+    "target": "R22: points that win the game",
+    "game_point_value": "R20: what Game scores",
+    "game_tie": "R20: who scores a tied Game: nobody, or the non-dealer's team",
+    "give_one_at_target_minus_one": "R9: may the dealer give one when it hands the "
+    "beggar's team the game (false: must run the pack)",
+    "under_trumping": "R15: may a player under-trump (false: only when holding nothing "
+    "but trumps)",
+    "void_may_discard": "R14/R15: may a player void in the led suit play any card",
+    "pack_runs_out": "R11: when a full run is impossible, turn the last cards one by one, "
+    "or redeal at once",
+    "tobago_kick": "R6: a kicked Two scores 2 instead of the Six",
+}
+
+
+def _variant(name: str, **kw: object) -> dict[str, object]:
+    return {"description": VARIANT_DOCS[name], "default": getattr(_D, name), **kw}
+
+
 class VariantsIn(Strict):
-    target = JsonInt(validate=validate.Range(1, 1000), metadata={"example": 7})
-    game_point_value = JsonInt(validate=validate.OneOf([1, 2]))
-    game_tie = fields.Str(validate=validate.OneOf(["nobody", "non_dealer"]))
-    give_one_at_target_minus_one = StrictBool()
-    under_trumping = StrictBool()
-    void_may_discard = StrictBool()
-    pack_runs_out = fields.Str(validate=validate.OneOf(["one_by_one", "redeal"]))
-    tobago_kick = StrictBool()
+    """House rules (all optional; each omitted one is its default)."""
+
+    target = JsonInt(validate=validate.Range(1, 1000),
+                     metadata=_variant("target", example=7))
+    game_point_value = JsonInt(validate=validate.OneOf([1, 2]),
+                               metadata=_variant("game_point_value"))
+    game_tie = fields.Str(validate=validate.OneOf(["nobody", "non_dealer"]),
+                          metadata=_variant("game_tie"))
+    give_one_at_target_minus_one = StrictBool(
+        metadata=_variant("give_one_at_target_minus_one"))
+    under_trumping = StrictBool(metadata=_variant("under_trumping"))
+    void_may_discard = StrictBool(metadata=_variant("void_may_discard"))
+    pack_runs_out = fields.Str(validate=validate.OneOf(["one_by_one", "redeal"]),
+                               metadata=_variant("pack_runs_out"))
+    tobago_kick = StrictBool(metadata=_variant("tobago_kick"))
 
 
 class GameCreate(Strict):
@@ -126,7 +195,8 @@ class ActionIn(Strict):
     )
     seat = JsonInt(
         validate=validate.Range(0, 3),
-        metadata={"description": "which of your seats acts (only needed if you hold two)"},
+        metadata={"description": "which of your seats acts (only needed if you hold two); "
+                  "omitted: the seat whose turn it is, if you hold it"},
     )
 
     @validates_schema
@@ -142,10 +212,7 @@ class Empty(Strict):
 
 
 class GameQuery(Strict):
-    seat = fields.Int(
-        validate=validate.Range(0, 3),
-        metadata={"description": "for a bot holding two seats: which seat's view"},
-    )
+    seat = fields.Int(validate=validate.Range(0, 3), metadata={"description": SEAT_DOC})
 
 
 class ListQuery(Strict):
@@ -167,7 +234,7 @@ class TurnQuery(Strict):
         load_default=25.0,
         metadata={"description": "seconds to wait at most (0..30)"},
     )
-    seat = fields.Int(validate=validate.Range(0, 3))
+    seat = fields.Int(validate=validate.Range(0, 3), metadata={"description": SEAT_DOC})
 
 
 class ActQuery(Strict):
@@ -189,11 +256,12 @@ class BotTurnsQuery(Strict):
 
 
 class EventsQuery(Strict):
-    seat = fields.Int(validate=validate.Range(0, 3))
+    seat = fields.Int(validate=validate.Range(0, 3), metadata={"description": SEAT_DOC})
     last_event_id = fields.Str(
         validate=validate.Regexp(EVENT_ID_RE),
         metadata={
-            "description": "same as the Last-Event-ID header (for clients that cannot set headers)"
+            "description": "same as the Last-Event-ID header (for clients that cannot set "
+            "headers); the header wins when both are sent. " + EVENT_ID_DOC
         },
     )
 
@@ -216,20 +284,54 @@ class BotCreated(Bot):
 
 class Seat(Out):
     seat = fields.Int(required=True)
-    bot_id = fields.Str(required=True, allow_none=True)
+    bot_id = fields.Str(required=True, allow_none=True,
+                        metadata={"description": "null: the seat is open"})
     bot_name = fields.Str(required=True, allow_none=True)
+
+
+class VariantsOut(Out):
+    """Every house rule in force (the defaults included)."""
+
+    target = fields.Int(required=True, metadata=_variant("target"))
+    game_point_value = fields.Int(required=True, validate=validate.OneOf([1, 2]),
+                                  metadata=_variant("game_point_value"))
+    game_tie = one_of(["nobody", "non_dealer"], required=True, metadata=_variant("game_tie"))
+    give_one_at_target_minus_one = fields.Bool(
+        required=True, metadata=_variant("give_one_at_target_minus_one"))
+    under_trumping = fields.Bool(required=True, metadata=_variant("under_trumping"))
+    void_may_discard = fields.Bool(required=True, metadata=_variant("void_may_discard"))
+    pack_runs_out = one_of(["one_by_one", "redeal"], required=True,
+                           metadata=_variant("pack_runs_out"))
+    tobago_kick = fields.Bool(required=True, metadata=_variant("tobago_kick"))
+
+
+class AllVariants(fields.Nested):
+    """Every house rule, from a dict that may name only those that differ from the
+    defaults (a tournament keeps only those)."""
+
+    def __init__(self, **kw: object) -> None:
+        super().__init__(VariantsOut, **kw)  # type: ignore[arg-type]
+
+    def _serialize(self, value: object, attr: object, obj: object, **kw: object) -> object:
+        full = Variants.from_dict(value).to_dict() if isinstance(value, dict) else value
+        return super()._serialize(full, attr, obj, **kw)
+
+
+GAME_STATUS = ["waiting", "active", "finished"]
+STATUS_DOC = "waiting: open seats; active: being played; finished: over"
 
 
 class GameSummary(Out):
     id = fields.Str(required=True, metadata={"example": "a1b2c3d4e5f6"})
     version = fields.Int(required=True)
-    status = fields.Str(required=True, validate=validate.OneOf(["waiting", "active", "finished"]))
-    players = fields.Int(required=True)
+    status = one_of(GAME_STATUS, required=True, metadata={"description": STATUS_DOC})
+    players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
     seats = fields.List(fields.Nested(Seat), required=True)
-    variants = fields.Dict(required=True)
+    variants = AllVariants(required=True)
     created = fields.Int(required=True)
-    scores = fields.List(fields.Int(), required=True)
-    winner = fields.Int(required=True, allow_none=True)
+    scores = fields.List(fields.Int(), required=True, metadata={"description": "per team"})
+    winner = fields.Int(required=True, allow_none=True,
+                        metadata={"description": "the winning team, once over"})
     move_limit = fields.Float(required=True, allow_none=True,
                               metadata={"description": "seconds per decision, or null"})
     tournament = fields.Str(required=True, allow_none=True,
@@ -246,18 +348,19 @@ class GameList(Out):
 
 
 class Kick(Out):
-    card = fields.Str(required=True)
-    points = fields.Int(required=True)
+    card = card(required=True)
+    points = fields.Int(required=True, metadata={"description": "R6: A 1, 6 (or 2) 2, J 3"})
 
 
 class PlayedCard(Out):
     seat = fields.Int(required=True)
-    card = fields.Str(required=True)
+    card = card(required=True)
 
 
 class Trick(Out):
     leader = fields.Int(required=True)
-    cards = fields.List(fields.Nested(PlayedCard), required=True)
+    cards = fields.List(fields.Nested(PlayedCard), required=True,
+                        metadata={"description": "in the order played"})
 
 
 class DoneTrick(Trick):
@@ -265,14 +368,29 @@ class DoneTrick(Trick):
 
 
 class ScoreItem(Out):
-    item = fields.Str(
-        required=True,
-        metadata={"description": "kick, give_one, high, low, jack, hang_jack or game"},
+    item = one_of(
+        list(ITEMS), required=True,
+        metadata={"description": "kick (R6), give_one (R9), high (R17), low (R18), jack or "
+                  "hang_jack (R19), game (R20)"},
     )
-    team = fields.Int(required=True)
+    team = fields.Int(
+        required=True, allow_none=True,
+        metadata={"description": "the team that scored; null only for a tied Game that "
+                  "nobody scores (R20 with `game_tie: nobody`; its points are 0)"},
+    )
     points = fields.Int(required=True)
-    card = fields.Str(metadata={"description": "the card that scored, when there is one"})
+    card = card(metadata={"description": "the card that scored (kick, high, low, jack, "
+                          "hang_jack)"})
     totals = fields.List(fields.Int(), metadata={"description": "game: card points per team"})
+
+
+PHASES = [STAND_OR_BEG, GIVE_ONE_OR_RUN, PLAY, OVER]
+PHASE_DOC = (
+    "stand_or_beg: the beggar stands or begs (R8); give_one_or_run: the dealer gives one "
+    "or runs the pack (R9); play: the seat in turn plays a card (R12-R16); over: the game "
+    "is over (R22)"
+)
+BEGS = [STOOD, BEGGED, GAVE_ONE, RAN_PACK]
 
 
 class View(Out):
@@ -281,41 +399,64 @@ class View(Out):
 
     id = fields.Str(required=True)
     version = fields.Int(required=True, metadata={"description": "changes with every change"})
-    status = fields.Str(required=True)
+    status = one_of(GAME_STATUS, required=True, metadata={"description": STATUS_DOC})
     seats = fields.List(fields.Nested(Seat), required=True)
-    players = fields.Int(required=True)
-    seat = fields.Int(required=True, allow_none=True, metadata={"description": "the viewer"})
+    players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
+    seat = fields.Int(
+        required=True, allow_none=True,
+        metadata={"description": "the seat this view is for; null: a spectator. A bot "
+                  "holding two seats sees the one it asked for (`seat`), else the seat "
+                  "whose turn it is if it holds it, else its lower seat"},
+    )
     team = fields.Int(required=True, allow_none=True)
     your_turn = fields.Bool(required=True)
-    teams = fields.List(fields.List(fields.Int()), required=True)
-    variants = fields.Dict(required=True)
+    teams = fields.List(fields.List(fields.Int()), required=True,
+                        metadata={"description": "the seats of team 0 and of team 1"})
+    variants = fields.Nested(VariantsOut, required=True)
     ply = fields.Int(required=True, metadata={"description": "actions applied so far"})
-    phase = fields.Str(
-        required=True,
-        metadata={"description": "stand_or_beg, give_one_or_run, play or over"},
+    phase = one_of(PHASES, required=True, metadata={"description": PHASE_DOC})
+    turn = fields.Int(required=True, allow_none=True,
+                      metadata={"description": "the seat to act; null once over"})
+    decision = one_of(
+        PHASES[:3], required=True, allow_none=True,
+        metadata={"description": "the decision the seat in turn faces (the phase); null "
+                  "once over"},
     )
-    turn = fields.Int(required=True, allow_none=True)
-    decision = fields.Str(required=True, allow_none=True)
     legal_actions = fields.List(
-        fields.Str(), required=True, metadata={"description": "sorted; empty unless your turn"}
+        fields.Str(validate=validate.Regexp(ACTION_RE)), required=True,
+        metadata={"description": "sorted; empty unless your turn"},
     )
-    hand_number = fields.Int(required=True)
+    hand_number = fields.Int(required=True, metadata={"description": "1 for the first hand"})
     dealer = fields.Int(required=True)
-    beggar = fields.Int(required=True)
-    beg = fields.Str(required=True, allow_none=True)
-    hand = fields.List(fields.Str(), required=True, allow_none=True)
-    hand_sizes = fields.List(fields.Int(), required=True)
-    kicks = fields.List(fields.Nested(Kick), required=True)
-    trump = fields.Str(required=True, allow_none=True)
-    trick = fields.Nested(Trick, required=True)
-    tricks = fields.List(fields.Nested(DoneTrick), required=True)
-    scores = fields.List(fields.Int(), required=True)
+    beggar = fields.Int(required=True, metadata={"description": "the dealer's right (R8)"})
+    beg = one_of(BEGS, required=True, allow_none=True,
+                 metadata={"description": "what became of this hand's beg; null: undecided"})
+    hand = fields.List(card(), required=True, allow_none=True,
+                       metadata={"description": "the viewer's cards; null for a spectator"})
+    hand_sizes = fields.List(fields.Int(), required=True,
+                             metadata={"description": "cards in each seat's hand"})
+    kicks = fields.List(fields.Nested(Kick), required=True,
+                        metadata={"description": "cards turned up this hand, in order"})
+    trump = fields.Str(required=True, allow_none=True, validate=validate.Regexp(SUIT_RE),
+                       metadata={"description": "C, D, H or S once decided"})
+    trick = fields.Nested(Trick, required=True, metadata={"description": "the trick in play"})
+    tricks = fields.List(fields.Nested(DoneTrick), required=True,
+                         metadata={"description": "this hand's finished tricks"})
+    scores = fields.List(fields.Int(), required=True, metadata={"description": "per team"})
     target = fields.Int(required=True)
-    hand_items = fields.List(fields.Nested(ScoreItem), required=True)
-    last_hand_items = fields.List(fields.Nested(ScoreItem), required=True)
-    winner = fields.Int(required=True, allow_none=True)
+    hand_items = fields.List(fields.Nested(ScoreItem), required=True,
+                             metadata={"description": "scored so far this hand"})
+    last_hand_items = fields.List(fields.Nested(ScoreItem), required=True,
+                                  metadata={"description": "what the previous hand scored"})
+    winner = fields.Int(required=True, allow_none=True,
+                        metadata={"description": "the winning team, once over"})
     hands = fields.List(
-        fields.List(fields.Str()), metadata={"description": "every hand, once the game is over"}
+        fields.List(card()),
+        metadata={"description": "only once the game is over: per seat, the cards it still "
+                  "held when the game ended. Points come only before play (a kick, a give "
+                  "one) or after the last trick, so these are whole hands when a kick or a "
+                  "give one won, and empty lists when the hand's scoring did; what was dealt "
+                  "and played is in the record"},
     )
     seed = fields.Int(metadata={"description": "the seed, once the game is over"})
     move_limit = fields.Float(required=True, allow_none=True,
@@ -348,25 +489,89 @@ class BotTurns(Out):
 class TimeoutOut(Out):
     seat = fields.Int(required=True)
     ply = fields.Int(required=True, metadata={"description": "the action's number (1 = first)"})
-    action = fields.Str(required=True, metadata={"description": "the default action played"})
+    action = fields.Str(required=True, validate=validate.Regexp(ACTION_RE),
+                        metadata={"description": "the default action played"})
+
+
+# --- the record -------------------------------------------------------------------------------
+
+HIDDEN_DOC = "per seat; while the game is live, null for a seat whose cards the asker may " \
+    "not see"
+SIZES_DOC = "only where cards are hidden (while the game is live): how many cards each " \
+    "seat got"
+
+
+class CutCard(Out):
+    seat = fields.Int(required=True)
+    card = card(required=True)
+
+
+class RecordKick(Kick):
+    team = fields.Int(required=True, metadata={"description": "the dealer's team, which "
+                                                "scores it"})
+
+
+class RecordDeal(Out):
+    deal = fields.Int(required=True, metadata={"description": "0, then 1, 2... after each "
+                                               "redeal of the hand (R11)"})
+    cards = fields.List(fields.List(card(), allow_none=True), required=True,
+                        metadata={"description": "the six cards each seat was dealt; "
+                                  + HIDDEN_DOC})
+    sizes = fields.List(fields.Int(), metadata={"description": SIZES_DOC})
+    runs = fields.List(
+        fields.List(fields.List(card(), allow_none=True)), required=True,
+        metadata={"description": "each run of the pack (R10): three cards per seat; "
+                  + HIDDEN_DOC})
+    kicks = fields.List(fields.Nested(RecordKick), required=True,
+                        metadata={"description": "every card turned up, in order (R6, R10)"})
+
+
+class BegDecision(Out):
+    seat = fields.Int(required=True)
+    decision = one_of(["stand", "beg", "give_one", "run_pack"], required=True)
+
+
+class RecordItem(ScoreItem):
+    scores = fields.List(fields.Int(), required=True,
+                         metadata={"description": "the score per team after this item"})
+
+
+class RecordHand(Out):
+    hand = fields.Int(required=True, metadata={"description": "1 for the first hand"})
+    dealer = fields.Int(required=True)
+    beggar = fields.Int(required=True)
+    deals = fields.List(fields.Nested(RecordDeal), required=True,
+                        metadata={"description": "the deal, and one more per redeal (R11)"})
+    beg = fields.List(fields.Nested(BegDecision), required=True,
+                      metadata={"description": "the beggar's decision, then the dealer's"})
+    trump = fields.Str(required=True, allow_none=True, validate=validate.Regexp(SUIT_RE))
+    tricks = fields.List(fields.Nested(DoneTrick), required=True)
+    items = fields.List(fields.Nested(RecordItem), required=True,
+                        metadata={"description": "what scored, in order (R17-R22)"})
+    scores = fields.List(fields.Int(), required=True, allow_none=True,
+                         metadata={"description": "the score per team after the hand; null "
+                                   "before anything scored"})
+    redeals = fields.Int(metadata={"description": "how often the pack ran out (R11); absent: "
+                                   "never"})
+    current_trick = fields.List(fields.Nested(PlayedCard), metadata={
+        "description": "only while the game is live: the trick being played"})
 
 
 class Record(Out):
-    """The engine's record (see the rules engine); while live, only what the asker may see."""
+    """The engine's record; while live, only what the asker may see."""
 
-    class Meta:
-        unknown = EXCLUDE
-
-    players = fields.Int()
+    players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
     seed = fields.Int(metadata={"description": "only once the game is over"})
-    variants = fields.Dict()
-    teams = fields.List(fields.List(fields.Int()))
-    cut = fields.List(fields.List(fields.Dict()))
-    first_dealer = fields.Int()
-    hands = fields.List(fields.Dict(), required=True)
+    variants = fields.Nested(VariantsOut, required=True)
+    teams = fields.List(fields.List(fields.Int()), required=True)
+    cut = fields.List(fields.List(fields.Nested(CutCard)), required=True, metadata={
+        "description": "the cut for dealer (R4): one list per round, each seat still "
+        "cutting and its card (a tie for highest cuts again)"})
+    first_dealer = fields.Int(required=True)
+    hands = fields.List(fields.Nested(RecordHand), required=True)
     winner = fields.Int(required=True, allow_none=True)
     scores = fields.List(fields.Int(), required=True)
-    actions = fields.List(fields.Str(), required=True)
+    actions = fields.List(fields.Str(validate=validate.Regexp(ACTION_RE)), required=True)
     complete = fields.Bool(required=True)
     timeouts = fields.List(
         fields.Nested(TimeoutOut),
@@ -375,24 +580,148 @@ class Record(Out):
     )
 
 
+# --- server-sent events ---------------------------------------------------------------------
+
+
+class EventBase(Out):
+    """Every event has a ``type``; the SSE ``event:`` field says the same."""
+
+
+class GameStartedEvent(EventBase):
+    type = const("game_started")
+    players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
+    seed = fields.Int(metadata={"description": "only once the game is over"})
+    variants = fields.Nested(VariantsOut, required=True)
+    teams = fields.List(fields.List(fields.Int()), required=True)
+    cut = fields.List(fields.List(fields.Nested(CutCard)), required=True)
+    first_dealer = fields.Int(required=True)
+
+
+class DealEvent(EventBase):
+    type = const("deal")
+    hand = fields.Int(required=True)
+    deal = fields.Int(required=True)
+    dealer = fields.Int(required=True)
+    cards = fields.List(fields.List(card(), allow_none=True), required=True,
+                        metadata={"description": HIDDEN_DOC})
+    sizes = fields.List(fields.Int(), metadata={"description": SIZES_DOC})
+
+
+class KickEvent(EventBase):
+    type = const("kick")
+    card = card(required=True)
+    points = fields.Int(required=True)
+    team = fields.Int(required=True)
+
+
+class StandEvent(EventBase):
+    type = const("stand")
+    seat = fields.Int(required=True)
+
+
+class BegEvent(EventBase):
+    type = const("beg")
+    seat = fields.Int(required=True)
+
+
+class GiveOneEvent(EventBase):
+    type = const("give_one")
+    seat = fields.Int(required=True, metadata={"description": "the dealer"})
+    team = fields.Int(required=True, metadata={"description": "the beggar's team"})
+
+
+class RunPackEvent(EventBase):
+    type = const("run_pack")
+    seat = fields.Int(required=True, metadata={"description": "the dealer"})
+
+
+class RunDealEvent(EventBase):
+    type = const("run_deal")
+    cards = fields.List(fields.List(card(), allow_none=True), required=True,
+                        metadata={"description": HIDDEN_DOC})
+    sizes = fields.List(fields.Int(), metadata={"description": SIZES_DOC})
+
+
+class RedealEvent(EventBase):
+    type = const("redeal")
+    hand = fields.Int(required=True)
+    deal = fields.Int(required=True)
+
+
+class TrumpEvent(EventBase):
+    type = const("trump")
+    suit = fields.Str(required=True, validate=validate.Regexp(SUIT_RE))
+
+
+class CardPlayedEvent(EventBase):
+    type = const("card_played")
+    seat = fields.Int(required=True)
+    card = card(required=True)
+
+
+class TrickWonEvent(EventBase):
+    type = const("trick_won")
+    trick = fields.Int(required=True, metadata={"description": "1 for the hand's first"})
+    leader = fields.Int(required=True)
+    cards = fields.List(card(), required=True, metadata={"description": "from the leader on"})
+    winner = fields.Int(required=True)
+    team = fields.Int(required=True)
+
+
+class ScoreEvent(EventBase):
+    type = const("score")
+    item = ScoreItem._declared_fields["item"]
+    team = ScoreItem._declared_fields["team"]
+    points = fields.Int(required=True)
+    card = card()
+    totals = fields.List(fields.Int())
+    scores = fields.List(fields.Int(), required=True)
+
+
+class HandOverEvent(EventBase):
+    type = const("hand_over")
+    hand = fields.Int(required=True)
+    scores = fields.List(fields.Int(), required=True)
+
+
+class GameOverEvent(EventBase):
+    type = const("game_over")
+    winner = fields.Int(required=True, metadata={"description": "the winning team"})
+    scores = fields.List(fields.Int(), required=True)
+
+
+EVENTS: dict[str, type[Schema]] = {
+    "game_started": GameStartedEvent, "deal": DealEvent, "kick": KickEvent,
+    "stand": StandEvent, "beg": BegEvent, "give_one": GiveOneEvent,
+    "run_pack": RunPackEvent, "run_deal": RunDealEvent, "redeal": RedealEvent,
+    "trump": TrumpEvent, "card_played": CardPlayedEvent, "trick_won": TrickWonEvent,
+    "score": ScoreEvent, "hand_over": HandOverEvent, "game_over": GameOverEvent,
+}
+
 
 class Health(Out):
-    status = fields.Str(required=True, metadata={"example": "ok"})
+    status = one_of(["ok"], required=True, metadata={"example": "ok"})
 
 
 class ProblemSchema(Out):
-    type = fields.Str(required=True, metadata={"example": "/problems/illegal-action"})
+    type = one_of([f"/problems/{k}" for k in KINDS], required=True,
+                  metadata={"example": "/problems/illegal-action"})
     title = fields.Str(required=True)
     status = fields.Int(required=True)
     detail = fields.Str()
-    instance = fields.Str(allow_none=True)
+    instance = fields.Str(allow_none=True, metadata={"description": "the request's path"})
     errors = fields.Dict(metadata={"description": "validation: messages per field"})
-    rule = fields.Str(metadata={"description": "the rule id an action broke, e.g. R14"})
+    rule = fields.Str(
+        validate=validate.Regexp(r"^R([1-9]|1[0-9]|2[0-3])$"),
+        metadata={"description": "illegal-action and not-your-turn: the rule the action "
+                  "broke, e.g. R14"})
     rule_doc = fields.Str(metadata={
         "description": "where that rule is explained: docs/rules.md in the project's "
         "repository, at the rule's anchor (its id in lower case)",
         "example": "docs/rules.md#r14"})
-    current_version = fields.Int(metadata={"description": "version conflicts: the version now"})
+    current_version = fields.Int(metadata={
+        "description": "version-conflict (409) and precondition-failed (412): the game's "
+        "version now"})
 
 
 # --- tournaments ----------------------------------------------------------------------------
@@ -406,7 +735,8 @@ class TournamentCreate(Strict):
         fields.Str(validate=validate.Regexp(ID_PATTERN)),
         required=True,
         validate=validate.Length(2, 64),
-        metadata={"description": "registered bot ids, distinct; the order seeds Swiss round 1"},
+        metadata={"description": "registered bot ids, distinct; the order seeds Swiss round 1",
+                  "uniqueItems": True},
     )
     players = JsonInt(validate=validate.OneOf([2, 4]), load_default=2,
                       metadata={"description": "4: each entrant holds both seats of its team"})
@@ -441,12 +771,12 @@ class TournamentCreate(Strict):
 
 
 class TournamentSettings(Out):
-    format = fields.Str(required=True)
-    players = fields.Int(required=True)
+    format = one_of(["round_robin", "swiss"], required=True)
+    players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
     games_per_pairing = fields.Int(required=True)
     duplicate = fields.Bool(required=True)
     rounds = fields.Int(required=True)
-    variants = fields.Dict(required=True)
+    variants = AllVariants(required=True)
     move_limit = fields.Float(required=True, allow_none=True)
     parallel = fields.Int(required=True)
     seed = fields.Int(metadata={"description": "shown once the tournament is over"})
@@ -548,7 +878,7 @@ class RatingHistory(Out):
 
 class Standings(Out):
     tournament_id = fields.Str(required=True)
-    status = fields.Str(required=True)
+    status = one_of(["running", "finished"], required=True)
     rounds_done = fields.Int(required=True)
     items = fields.List(fields.Nested(StandingRow), required=True)
     history = fields.List(fields.Nested(RatingHistory), required=True,

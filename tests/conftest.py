@@ -54,3 +54,18 @@ def key_prefix(redis_client) -> Iterator[str]:
             batch.clear()
     if batch:
         redis_client.delete(*batch)
+
+
+@pytest.fixture(autouse=True)
+def contract_checked(monkeypatch) -> Iterator[None]:
+    """Every answer this test receives (Flask test client, ``requests``) must fit
+    ``openapi.yaml``: a violation fails the test where it shows up (``tests/contract.py``),
+    and one that arrived in another thread fails it here."""
+    from tests.contract import CONTRACT, install
+
+    since = len(CONTRACT.violations)
+    install(monkeypatch, CONTRACT)
+    yield
+    missed = CONTRACT.elsewhere(since)
+    if missed:
+        pytest.fail("answers outside openapi.yaml:\n" + "\n".join(missed), pytrace=False)

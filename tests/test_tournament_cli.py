@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from service.embedded_redis import free_port
+from service.engine import Variants
 from service.tournament_cli import TournamentCliError, parse_bots
 from tests.test_serve import alive, cmdline, descendants, http_status, stop_process, wait_for
 
@@ -135,7 +136,8 @@ def test_tournament_with_its_own_service_leaves_nothing_behind(tmp_path: Path) -
         assert doc["settings"]["players"] == 2
         assert doc["settings"]["games_per_pairing"] == 2
         assert doc["settings"]["duplicate"] is True
-        assert doc["settings"]["variants"] == {"target": 3}
+        # every house rule in force, as every `variants` object of the contract has them
+        assert doc["settings"]["variants"] == {**Variants().to_dict(), "target": 3}
         twins = [g["seed"] for g in doc["games"]]
         assert twins[0] == twins[1], "duplicate deals: one deal played twice"
         assert [e["name"] for e in doc["entrants"]] == ["random", "heuristic"]

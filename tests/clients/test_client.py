@@ -32,6 +32,7 @@ from clients.api import (
     View,
 )
 from service.embedded_redis import free_port
+from tests.contract import CONTRACT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -328,8 +329,10 @@ class Script:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+        CONTRACT.fake(self.url)  # it answers what each test needs, not the contract
 
     def close(self) -> None:
+        CONTRACT.real(self.url)
         self.server.shutdown()
         self.server.server_close()
 
