@@ -208,6 +208,42 @@ def test_two_typescript_bots_play_a_4_player_game_with_the_python_bots(
         == len(record.actions)
 
 
+@pytest.mark.timeout(BUILD_TIMEOUT + GAME_TIMEOUT)
+def test_two_typescript_bots_racing_for_one_seat_re_read_after_409(
+    ts_bot: Path, live_url: str, python_bots: PythonBots
+) -> None:
+    """Two processes with one token play the same seat: both wake on the same turn and
+    post on the same version; one is applied, the other gets a 409 (version-conflict or
+    not-your-turn, a documented problem) and reads the game again. Neither crashes, and
+    together they make exactly the seat's moves. Which twin wins each race (and so the
+    choices) varies from run to run: a tied Game (R20) is made impossible here
+    (``game_tie: non_dealer``), as it has a test of its own."""
+    ts = python_bots.register("ts-twin")
+    python = python_bots.register("py-random")
+    game = python.create_game(2, seats=[ts.me().id, python.me().id], seed=3,
+                              variants={"game_tie": "non_dealer"})
+    assert ts.token is not None
+    procs = [_start(ts_bot, live_url, ARENA_TOKEN=ts.token, ARENA_SEED=str(n),
+                    ARENA_GAME=game.id) for n in (6, 7)]
+    try:
+        runner = python_bots.run(python, RandomStrategy(seed=3))
+        summaries = [_finish(p)[0] for p in procs]
+        python_bots.join()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+
+    for summary in summaries:
+        assert summary["contract_failures"] == 0 and summary["illegal"] == 0
+        assert [g["game"] for g in summary["games"]] == [game.id]
+    assert sum(s["conflicts"] for s in summaries) > 0
+    record = ArenaClient(live_url).record(game.id)
+    assert record.complete
+    assert sum(s["actions"] for s in summaries) + runner.stats.actions == len(record.actions)
+
+
 def _team_may_be_null() -> bool:
     team = yaml.safe_load((ROOT / "openapi.yaml").read_text())["components"]["schemas"][
         "ScoreItem"]["properties"]["team"]
@@ -283,6 +319,7 @@ def test_the_build_fails_when_the_contract_breaks_the_bot_or_the_source_casts(
         shutil.copy(TS / name, copy / name)
     for name in ("src", "scripts"):
         shutil.copytree(TS / name, copy / name, ignore=shutil.ignore_patterns("generated"))
+    shutil.copytree(TS / "dist", copy / "dist")  # tsc's incremental state: a quicker build
     (copy / "node_modules").symlink_to(TS / "node_modules")
     spec = yaml.safe_load((ROOT / "openapi.yaml").read_text())
     change(spec, copy / "src")

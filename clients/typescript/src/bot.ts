@@ -27,7 +27,17 @@ import { Contract } from "./contract.js";
 import type { components, paths } from "./generated/openapi.js";
 
 type View = components["schemas"]["View"];
-type Problem = components["schemas"]["Problem"];
+/**
+ * What the bot reads of any problem answer (RFC 9457). Structural on purpose: whether the
+ * contract keeps one Problem schema or gives each error kind its own, every error body the
+ * generated types allow must fit this, and the compiler checks that it does.
+ */
+interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+}
 
 const POLL_SECONDS = 25;
 const MAX_TRIES = 8;
@@ -196,7 +206,8 @@ export class Bot {
       const problemKind = kind(error);
       if (problemKind === "illegal-action") {
         this.stats.illegal += 1;
-        throw new BotError(`game ${view.id}: ${action} refused as illegal (${error.rule ?? "?"}): ` +
+        const rule = "rule" in error ? String(error.rule) : "no rule named";
+        throw new BotError(`game ${view.id}: ${action} refused as illegal (${rule}): ` +
                            `${error.detail ?? error.title}`);
       }
       if (STALE.has(problemKind)) {
