@@ -12,6 +12,7 @@ The games are seeded (deal, the Python random bot, the TS bot's choices) so a ru
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -57,11 +58,14 @@ def ts_bot() -> Path:
     npm = _npm()
     lock = hashlib.sha256((TS / "package-lock.json").read_bytes()).hexdigest()
     stamp = TS / STAMP
-    if not stamp.exists() or stamp.read_text().strip() != lock:
-        done = _run([npm, "ci", "--no-audit", "--no-fund"], TS)
-        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
-        stamp.write_text(lock + "\n")
-    built = _run([npm, "run", "build"], TS)
+    # one build at a time in this checkout (two test runs at once would race in node_modules)
+    with (TS / ".build.lock").open("w") as build_lock:
+        fcntl.flock(build_lock, fcntl.LOCK_EX)
+        if not stamp.exists() or stamp.read_text().strip() != lock:
+            done = _run([npm, "ci", "--no-audit", "--no-fund"], TS)
+            assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+            stamp.write_text(lock + "\n")
+        built = _run([npm, "run", "build"], TS)
     assert built.returncode == 0, f"npm run build failed:\n{built.stdout}\n{built.stderr}"
     return TS / "dist" / "bot.js"
 
