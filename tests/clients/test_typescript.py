@@ -29,6 +29,7 @@ import yaml
 from clients.api import ArenaClient
 from clients.runner import BotRunner
 from clients.strategies.base import RandomStrategy
+from tests.clients.conftest import TcpProxy
 from tests.conftest import missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -246,6 +247,44 @@ def test_two_typescript_bots_racing_for_one_seat_re_read_after_409(
     record = ArenaClient(live_url).record(game.id)
     assert record.complete
     assert sum(s["actions"] for s in summaries) + runner.stats.actions == len(record.actions)
+
+
+@pytest.mark.timeout(BUILD_TIMEOUT + GAME_TIMEOUT)
+def test_a_lost_answer_is_retried_by_the_typescript_bot_with_the_same_key(
+    ts_bot: Path, live_url: str, python_bots: PythonBots, proxy: TcpProxy
+) -> None:
+    """Through a proxy that cuts the connection after the service has applied the bot's
+    first action: the bot sends the same request with the same Idempotency-Key, gets the
+    first answer, and the action counts once."""
+    ts = python_bots.register("ts-retry")
+    python = python_bots.register("py-random")
+    game = python.create_game(2, seats=[ts.me().id, python.me().id], seed=11)
+    assert ts.token is not None
+    proxy.drop_next_action.set()
+    proc = _start(ts_bot, proxy.url, ARENA_TOKEN=ts.token, ARENA_SEED="2")
+    runner = python_bots.run(python, RandomStrategy(seed=11))
+    try:
+        summary, _ = _finish(proc)
+        python_bots.join()
+    finally:
+        python_bots.stop()
+
+    _assert_played_cleanly(summary, game.id)
+    assert proxy.dropped == 1 and summary["retries"] >= 1
+    keys = [_header(h, "Idempotency-Key") for h in proxy.action_heads()]
+    assert keys[0] is not None and keys[0] == keys[1]  # the retry
+    assert len(set(keys)) == len(keys) - 1  # every other action has a key of its own
+    record = ArenaClient(live_url).record(game.id)
+    assert record.complete
+    assert summary["actions"] + runner.stats.actions == len(record.actions)
+
+
+def _header(head: str, name: str) -> str | None:
+    for line in head.split("\r\n")[1:]:
+        key, _, value = line.partition(":")
+        if key.strip().lower() == name.lower():
+            return value.strip()
+    return None
 
 
 def _team_may_be_null() -> bool:
