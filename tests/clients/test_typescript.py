@@ -7,7 +7,8 @@ change that breaks a client fails ``npm run build`` here; its answers are checke
 same file at run time (Ajv), so a response the contract does not allow fails the game. The
 build also refuses `any`, casts and non-null assertions in the hand-written sources.
 
-The games are seeded (deal, the Python random bot, the TS bot's choices) so a run replays.
+The games are seeded (deal, the Python random bot, the TS bot's choices) so a run replays;
+only the race of two processes for one seat varies with timing.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
@@ -29,8 +30,10 @@ import yaml
 from clients.api import ArenaClient
 from clients.runner import BotRunner
 from clients.strategies.base import RandomStrategy
-from tests.clients.conftest import TcpProxy
 from tests.conftest import missing
+
+if TYPE_CHECKING:
+    from tests.clients.conftest import TcpProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 TS = ROOT / "clients" / "typescript"
