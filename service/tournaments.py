@@ -6,7 +6,8 @@ deal's seed, and — once scheduled — the game id and, once played, the result
 ratings after every recorded game and a snapshot of them after every round. Other keys:
 ``{p}tours:all`` (sorted set by creation sequence, for listing), ``{p}tours:seq``,
 ``{p}tours:running`` (set of open tournaments, which the sweeper re-checks) and
-``{p}leaderboard`` (hash: bot id → JSON global rating over all tournament games).
+``{p}leaderboard`` (hash: bot id → JSON global rating over all tournament games) and
+``{p}embargoed`` (set of shared deals not yet finished at every table: see below).
 
 **Never twice, never skipped.** Every change to a tournament is one optimistic
 transaction, ``advance``: WATCH the document (and the leaderboard), read it and the games
@@ -23,7 +24,8 @@ tournament's games (``Arena.on_finish``), and (b) every few seconds from every s
 (``advance_all`` over ``{p}tours:running``), so a process that died between finishing a
 game and scheduling the next is repaired, and a restarted service simply carries on:
 nothing about a tournament lives outside Redis. At most ``parallel`` games of one
-tournament are live at once; games are created in slot order.
+tournament are being played at once (a finished game waiting for the other tables of its
+deal does not count); games are created in slot order.
 
 **Rounds.** Round robin: all rounds are fixed at creation by the circle method (each
 entrant plays at most once per round; with an odd number, one sits out — a bye). Swiss:
@@ -33,23 +35,74 @@ in the standings meet again); the bye goes to the lowest-ranked entrant with the
 byes. Both formats play round by round (a round's games start only when the previous
 round is complete), so the rating history per round is exact.
 
-**Pairings and duplicate deals.** A pairing plays ``games_per_pairing`` games. With
-``duplicate`` (the default) they come in twins: each deal — a game seed, which fixes the
-cut and every hand's shuffle — is played twice, once with each entrant on team 0, so at
-every hand both games reach, each entrant holds exactly the cards the other held. Without
-it every game has its own seed and the entrants alternate teams. In a 4-player game an
-entrant holds both seats of its team (seats 0 and 2, or 1 and 3).
+**Pairings.** A pairing is a table: two entrants, one per team (in a 4-player game an
+entrant holds both seats of its team, 0 and 2 or 1 and 3). It plays ``games_per_pairing``
+games in its round, each a different deal (a game seed, which fixes the cut and every
+hand's shuffle); at each table the entrants take turns on team 0, game by game and round by
+round.
+
+**Duplicate deals, the bridge way (``duplicate``).** The same deal is played at different
+tables by different entrants, never twice by one entrant, and results are compared
+across tables. Deal *k* of a round (k = 0 .. games_per_pairing − 1) is dealt at *every*
+table of the round: its seed is ``deal_seed(tournament seed, round, k)``, so at every hand
+the tables reach, team 0 holds the same cards at each table, and so does team 1. A
+round's tables are disjoint (each entrant sits at one, or has the bye), so each entrant
+plays each deal exactly once, from one seat; a new round brings new deals. This needs
+two tables a round — 4 entrants or more, in round robin and Swiss alike (Swiss pairs each
+round when the last is complete; its deals are assigned the same way). ``duplicate``
+omitted (or null) means on wherever possible and off otherwise; ``true`` with fewer than
+4 entrants is refused (422, explained under ``errors.duplicate``); ``false`` gives every
+game its own deal.
+
+**Why it leaks nothing.** An entrant's own cards in deal *k* are, at the other tables,
+the cards of someone it is not playing, so what it holds tells it nothing hidden in its
+own game. What it could learn of its opponent's cards would come from the *other* tables:
+their hands, seeds, records, played cards, even their scores. So while any table of a
+shared deal is not finished — live, or not yet started — the deal is *embargoed*: every
+game of it carries ``embargo: <tournament>:<round>:<deal>`` in its meta, and the deal is in
+the Redis set ``{p}embargoed`` (``arena.embargo_key``). For such a game the arena answers
+a viewer without a seat at that table (a spectator, or a bot seated elsewhere) 403
+``/problems/embargoed`` for its view, turn long-poll, record and event stream; its own
+seats get their views and their redacted record and stream, but a finished game's view
+loses ``hands`` and ``seed`` and its record stays the partial one; the game list shows its
+``scores`` and ``winner`` as null; the tournament shows its slot ``live`` with no seed and
+no result. A live game of a shared deal is embargoed without asking Redis (its own table
+is live); only a finished one costs a ``SISMEMBER``. The deal enters the set with its first
+game (same MULTI/EXEC as the game's creation) and leaves it in the MULTI/EXEC that
+records its results, which ``advance`` does only once every table of the deal has
+finished — a whole deal at a time, in slot order. So the embargo can end late (until the
+next ``advance``: at once after the finishing action, else the sweeper's next pass) but
+never early, and nothing needs a counter that could drift. What stays visible while
+embargoed: that the game exists, who sits where, its status and version. What cannot be
+prevented by a service: entrants that are run by one owner and share what they saw at
+different tables (as in bridge, players at different tables must not talk).
+
+**Trusted twins (``trusted``).** For bots one trusts not to use what a game showed them in
+another (comparing one's own strategies, as ``allfours tournament`` can with
+``--trusted``), a pairing's games come in twins: each deal is played twice by the same
+two entrants with the teams swapped, so each entrant holds, hand for hand, the cards its
+opponent held in the twin. This works with any number of entrants (even 2) but needs an
+even ``games_per_pairing``; the twins are embargoed from spectators like any shared deal.
+An entrant sees each deal from both seats: never use it between bots you do not control.
 
 **Standings** are recomputed from the recorded results (never kept as counters that could
 drift): games played/won/lost; hands won (a hand is won by the team that scored more
 points in it, counting every score item — kick, give-one, High, Low, Jack, hang-Jack,
 Game; a tied hand is nobody's); points for and against (final game scores); timeouts;
-byes; and the match score that ranks them — per pairing per round, 1 to the entrant who
-won more of its games (tie: more points scored in them; still tied: ½ each), 1 for a bye.
-Order: score, games won, point difference, rating ordinal, bot id.
+byes; the match score — per pairing per round, 1 to the entrant who won more of its games
+(tie: more points scored in them; still tied: ½ each), 1 for a bye; and the duplicate
+comparison, **matchpoints**: for each deal played at several tables, on each team, every
+entrant that held those cards is compared with every other that held them: 1 for a
+larger margin (its final score minus its opponent's), ½ for an equal one, 0 for a
+smaller; ``comparisons`` counts them (the most it could have scored). Order: score,
+matchpoints, games won, point difference, rating ordinal, bot id.
 
-**Ratings**: see ``service.ratings``; updated once per recorded game, in the order games
-are recorded, both per tournament and on the global leaderboard.
+**Ratings** stay OpenSkill over game results (``service.ratings``: each game a win of one
+entrant over the other; the duplicate comparison does not enter them), updated once per
+recorded game, in the order games are recorded — published as each game's ``recorded``
+(1, 2, ...) — both per tournament and on the global leaderboard. A deal's games are
+recorded together when its last table finishes, in slot order, so a rating never moves
+on a result that is still embargoed.
 """
 
 from __future__ import annotations
