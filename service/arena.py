@@ -829,9 +829,11 @@ class Arena:
         """
         game = self.get(game_id)
         viewer = self.viewer_seat(game, bot_id, seat)
-        self._spectating(game, viewer)
+        embargoed = self.embargoed(game)
+        if embargoed and viewer is None:
+            raise Problem("embargoed", EMBARGOED)
         after = parse_event_id(last_id) or (-1, -1)
-        reveal = game.status == FINISHED and not self.embargoed(game)
+        reveal = game.status == FINISHED and not embargoed
         store = self.store
         self.wakeups.start()  # Redis unreachable: 503 now, not a broken stream later
 
@@ -884,8 +886,8 @@ class Arena:
             record["timeouts"] = game.meta.get("timeouts", [])
             return record
         viewer = self.viewer_seat(game, bot_id, seat)
-        if embargoed:
-            self._spectating(game, viewer)
+        if embargoed and viewer is None:
+            raise Problem("embargoed", EMBARGOED)
         events = [
             redact_event(e, viewer)
             for _, evs, _ in self._steps(game, actions, None, 1)
