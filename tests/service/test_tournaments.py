@@ -276,6 +276,34 @@ def test_duplicate_deals_are_played_at_every_table_of_a_round(client):
     assert all(row["comparisons"] == row["played"] for row in st["items"])
 
 
+def test_one_game_at_a_time_still_plays_every_table_of_a_deal(client):
+    """``parallel`` counts games being played: a finished game waiting for the other table
+    of its deal (its result embargoed) does not hold the only place."""
+    bots = register(client, 4)
+    t = create(client, bots, format="swiss", rounds=1, games_per_pairing=1, parallel=1,
+               seed=4)
+    tid = t["id"]
+    rng = random.Random(3)
+    first = all_games(t)[0]
+    for _ in range(1000):  # until the second table starts
+        if client.get(f"/tournaments/{tid}").json["progress"]["games_live"] == 2:
+            break
+        assert play_turns(client, bots, rng) > 0, "nobody can move: the second table waits"
+    t = client.get(f"/tournaments/{tid}").json
+    one, two = all_games(t)
+    assert one["game_id"] == first["game_id"] and one["status"] == "live"  # embargoed
+    assert one["seed"] is None and one["scores"] is None and two["status"] == "live"
+    listed = {g["id"]: g for g in client.get("/games?limit=100").json["items"]}
+    assert listed[one["game_id"]]["status"] == "finished"
+    assert listed[one["game_id"]]["scores"] is None
+    t = run_to_end(client, tid, bots)
+    one, two = all_games(t)
+    assert one["recorded"] == 1 and two["recorded"] == 2  # a deal at once, in slot order
+    assert one["seed"] == two["seed"] and one["scores"] is not None
+    st = check_standings(client, t)
+    assert sorted(r["matchpoints"] for r in st["items"]) in ([0, 0, 1, 1], [0.5] * 4)
+
+
 def test_duplicate_is_on_where_possible_and_off_otherwise(client):
     three = create(client, register(client, 3), format="swiss", rounds=1)
     assert three["settings"]["duplicate"] is False
