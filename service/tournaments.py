@@ -212,7 +212,10 @@ def round_slots(settings: dict[str, Any], round_no: int, pairs: list[tuple[str, 
     entrant plays it once; ``twins`` (trusted): deals come in twins within a pairing, the
     teams swapped; ``single``: every game its own deal. At each table the entrants take
     turns on team 0, game by game (and round by round, so an odd ``games_per_pairing``
-    does not always give the same entrant team 0)."""
+    does not always give the same entrant team 0). Any format that makes its own rounds
+    (a knockout) gets the same guarantee by calling this with each round's pairs: a round
+    of two tables or more shares its deals between them, a round of one table (a final)
+    plays each deal once, and ``_add_game`` embargoes whatever is shared."""
     g = settings["games_per_pairing"]
     mode = deal_mode(settings)
     out = []
