@@ -297,10 +297,16 @@ def test_no_entrant_reads_a_card_hidden_from_it(fair_app, fmt, players, n, extra
     for tables in by_seed.values():
         entrants = [b for g in tables for b in set(g.seats)]
         assert len(entrants) == len(set(entrants)), "an entrant saw a deal twice"
-    # once it is all over, everything is public again
+    # once it is all over, everything is public again — and the reading above is able to
+    # see it: every seed, and every hand dealt, is now known to every reader
+    tour.read_everything(streams=False)
+    assert tour.public.seeds == {g.meta["seed"] for g in tour.games()}
     for g in tour.games():
         rec = tour.c.get(f"/games/{g.id}/record").json
         assert rec["complete"] and rec["seed"] == g.meta["seed"]
+        dealt = {(rec["seed"], 1, s, c) for s, cards in enumerate(rec["hands"][0]["deals"][0]
+                                                                   ["cards"]) for c in cards}
+        assert dealt <= tour.public.cards
 
 
 def recompute(c: Any, t: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], list[Any]]:
