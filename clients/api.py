@@ -203,14 +203,15 @@ class GameSummary:
     seats: list[Seat]
     variants: JSON
     created: int
-    scores: list[int]
+    scores: list[int] | None  # None while a tournament's duplicate deal is embargoed
     winner: int | None
 
     @classmethod
     def of(cls, d: JSON) -> GameSummary:
+        scores = d.get("scores")
         return cls(d["id"], d["version"], d["status"], d["players"],
                    [Seat.of(s) for s in d["seats"]], dict(d["variants"]), d["created"],
-                   list(d["scores"]), d.get("winner"))
+                   list(scores) if scores is not None else None, d.get("winner"))
 
 
 @dataclass(frozen=True)
@@ -346,12 +347,15 @@ class StandingRow:
     timeouts: int
     byes: int
     rating: Rating
+    matchpoints: float = 0.0  # duplicate deals compared across tables
+    comparisons: int = 0  # the most matchpoints it could have
 
     @classmethod
     def of(cls, d: JSON) -> StandingRow:
         return cls(d["rank"], d["bot_id"], d["bot_name"], d["score"], d["played"], d["won"],
                    d["lost"], d["hands_won"], d["points_for"], d["points_against"],
-                   d["timeouts"], d["byes"], Rating.of(d["rating"]))
+                   d["timeouts"], d["byes"], Rating.of(d["rating"]),
+                   d.get("matchpoints", 0.0), d.get("comparisons", 0))
 
 
 @dataclass(frozen=True)

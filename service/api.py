@@ -503,8 +503,10 @@ def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     summary="Create a tournament (admin)",
     description="Round robin or Swiss over registered bots, 2- or 4-player games (in a "
     "4-player game each entrant holds both seats of its team), games per pairing, duplicate "
-    "deals (each deal played twice, the entrants swapping teams and so cards), house rules "
-    "and a move time limit. The service creates the games itself as earlier ones finish; "
+    "deals (each deal of a round played at every table of the round, by different entrants, "
+    "results compared across tables; on by default from 4 entrants; `trusted` replays a "
+    "deal with the teams swapped instead), house rules and a move time limit. The service "
+    "creates the games itself as earlier ones finish; "
     "entrants find them through `GET /bots/me/turns`. Needs the admin token "
     "(`ARENA_ADMIN_TOKEN`).",
     tags=("tournaments",),
@@ -514,7 +516,7 @@ def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     auth="admin",
     errors=(403, 404),
     example={"name": "weekly", "format": "round_robin",
-             "entrants": ["3f9a1c2b7d10", "8e7d6c5b4a39", "0a1b2c3d4e5f"],
+             "entrants": ["3f9a1c2b7d10", "8e7d6c5b4a39", "0a1b2c3d4e5f", "7c6b5a493827"],
              "players": 2, "games_per_pairing": 2, "duplicate": True,
              "variants": {"target": 7}, "move_limit": 10},
 )
@@ -535,7 +537,8 @@ def list_tournaments(query: dict[str, Any]) -> Response:
 @operation(
     summary="A tournament: settings, status, rounds with their games and results",
     description="A game's seed (and the tournament's) is shown only once it is over: it "
-    "fixes every card.",
+    "fixes every card. A game of a duplicate deal shows its result and seed only once "
+    "every table of the deal has finished.",
     tags=("tournaments",),
     response=s.Tournament,
     errors=(404,),
@@ -548,7 +551,8 @@ def get_tournament(tournament_id: str) -> Response:
 @bp.get("/tournaments/<tournament_id>/standings")
 @operation(
     summary="Standings and ratings, with the rating history per round",
-    description="Ranked by match score, games won, point difference, then rating ordinal. "
+    description="Ranked by match score, matchpoints (duplicate deals compared across "
+    "tables), games won, point difference, rating ordinal, then bot id. "
     "Ratings are OpenSkill (Plackett-Luce), one per bot (in a 4-player game the two seats "
     "of an entrant are one player), shown as mu, sigma and ordinal = mu - 3 sigma.",
     tags=("tournaments",),

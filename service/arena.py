@@ -66,6 +66,19 @@ def deadline_for(meta: dict[str, Any], state: State, status: str,
     return round((time.time() if now is None else now) + float(limit), 3)
 
 
+def embargo_key(prefix: str) -> str:
+    """The set of deals being played at several tables, not all finished (``service.
+    tournaments``): a game whose meta names one in ``embargo`` shows nothing of its cards
+    to anyone but its own seats, and no hands or seed even to them, until it leaves the
+    set."""
+    return f"{prefix}embargoed"
+
+
+EMBARGOED = ("this game's deal is still being played at another table of its tournament: "
+             "until every table of the deal has finished, only the seats at this table see "
+             "anything of it")
+
+
 def parse_event_id(text: str | None) -> tuple[int, int] | None:
     """``"ply.index"`` → (ply, index); a bare ``"ply"`` means all of that ply's events;
     None when absent or not of that shape."""
@@ -223,6 +236,23 @@ class Arena:
             except Exception:
                 log.exception("after-finish hook failed for game %s", game.id)
 
+    # --- duplicate deals under embargo ----------------------------------------------------
+
+    def embargoed(self, game: Game, status: str | None = None) -> bool:
+        """Whether ``game``'s cards are dealt at another table whose game is not over (a
+        live game of a shared deal is, without asking Redis: its own table is live)."""
+        deal = game.meta.get("embargo")
+        if not deal:
+            return False
+        if (status or game.status) != FINISHED:
+            return True
+        return bool(self.store.r.sismember(embargo_key(self.store.p), deal))
+
+    def _spectating(self, game: Game, viewer: int | None) -> None:
+        """Refuse a viewer without a seat here (a spectator) an embargoed game."""
+        if viewer is None and self.embargoed(game):
+            raise Problem("embargoed", EMBARGOED)
+
     # --- bots ------------------------------------------------------------------------------
 
     def register_bot(self, name: str) -> dict[str, Any]:
@@ -305,7 +335,19 @@ class Arena:
 
     def list_games(self, status: str | None, limit: int, cursor: int | None) -> dict[str, Any]:
         games, next_cursor = self.store.list_games(status, limit, cursor)
-        return {"items": [self.summary(g) for g in games], "next_cursor": next_cursor}
+        items = [self.summary(g) for g in games]
+        # an embargoed game's scores tell of its cards (a Jack taken, a High held)
+        deals = [g.meta["embargo"] for g in games
+                 if g.meta.get("embargo") and g.status == FINISHED]
+        open_deals = set()
+        if deals:
+            found = self.store.r.smismember(embargo_key(self.store.p), deals)
+            open_deals = {d for d, inside in zip(deals, found) if inside}
+        for g, item in zip(games, items):
+            deal = g.meta.get("embargo")
+            if deal and (g.status != FINISHED or deal in open_deals):
+                item["scores"] = item["winner"] = None
+        return {"items": items, "next_cursor": next_cursor}
 
     # --- who is looking ----------------------------------------------------------------------
 
@@ -339,6 +381,12 @@ class Arena:
         service's clock at answer time), and when ``version`` was committed
         (``updated``). Shaped as ``schemas.View`` dumps it."""
         engine_view = seat_view(state, seat) if seat is not None else spectator_view(state)
+        if game.meta.get("embargo"):  # a duplicate deal: see ``embargoed``
+            if seat is None and self.embargoed(game, status):
+                raise Problem("embargoed", EMBARGOED)
+            if "seed" in engine_view and self.embargoed(game, status):
+                engine_view = {k: v for k, v in engine_view.items()
+                               if k not in ("hands", "seed")}
         return view_of(game, engine_view, version, status, deadline, updated)
 
     def view(self, game: Game, bot_id: str | None, seat: int | None) -> dict[str, Any]:
@@ -643,6 +691,7 @@ class Arena:
         if timeout <= 0:
             game = self.get(game_id)
             viewer = self.viewer_seat(game, bot_id, seat)
+            self._spectating(game, viewer)
             if after is None and viewer is None:
                 after = game.version
             ready = self._ready_check(bot_id, seat, viewer is not None, after)
@@ -651,6 +700,7 @@ class Arena:
         with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
             game = self.get(game_id)
             viewer = self.viewer_seat(game, bot_id, seat)
+            self._spectating(game, viewer)
             if after is None and viewer is None:
                 after = game.version
             ready = self._ready_check(bot_id, seat, viewer is not None, after)
@@ -810,8 +860,11 @@ class Arena:
         """
         game = self.get(game_id)
         viewer = self.viewer_seat(game, bot_id, seat)
+        embargoed = self.embargoed(game)
+        if embargoed and viewer is None:
+            raise Problem("embargoed", EMBARGOED)
         after = parse_event_id(last_id) or (-1, -1)
-        reveal = game.status == FINISHED
+        reveal = game.status == FINISHED and not embargoed
         store = self.store
         self.wakeups.start()  # Redis unreachable: 503 now, not a broken stream later
 
@@ -852,16 +905,20 @@ class Arena:
         return gen()
 
     def record(self, game_id: str, bot_id: str | None, seat: int | None) -> dict[str, Any]:
-        """The full record once finished; before that, what the viewer may know."""
+        """The full record once finished (and, for a duplicate deal, once every table of it
+        has); before that, what the viewer may know."""
         game = self.get(game_id)
         actions = game.actions
         names = [action_name(a) for a in actions]
-        if game.status == FINISHED:
+        embargoed = self.embargoed(game)
+        if game.status == FINISHED and not embargoed:
             record = build_record(game.players, game.meta["seed"], game.variants, actions)
             record["complete"] = True
             record["timeouts"] = game.meta.get("timeouts", [])
             return record
         viewer = self.viewer_seat(game, bot_id, seat)
+        if embargoed and viewer is None:
+            raise Problem("embargoed", EMBARGOED)
         events = [
             redact_event(e, viewer)
             for _, evs, _ in self._steps(game, actions, None, 1)

@@ -36,6 +36,7 @@ KINDS: dict[str, tuple[int, str]] = {
     "unauthorized": (401, "A valid bearer token is required"),
     "forbidden-seat": (403, "Your bot does not hold that seat"),
     "forbidden": (403, "Only the admin token may do that"),
+    "embargoed": (403, "This deal is still being played at another table"),
     "seat-taken": (409, "That seat is already taken"),
     "game-not-started": (409, "The game is waiting for players"),
     "not-your-turn": (409, "It is not your turn"),

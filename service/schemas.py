@@ -329,7 +329,9 @@ class GameSummary(Out):
     seats = fields.List(fields.Nested(Seat), required=True)
     variants = AllVariants(required=True)
     created = fields.Int(required=True)
-    scores = fields.List(fields.Int(), required=True, metadata={"description": "per team"})
+    scores = fields.List(fields.Int(), required=True, allow_none=True, metadata={
+        "description": "per team; null (with winner) while the game's duplicate deal is "
+        "embargoed: played at another table of its tournament that has not finished"})
     winner = fields.Int(required=True, allow_none=True,
                         metadata={"description": "the winning team, once over"})
     move_limit = fields.Float(required=True, allow_none=True,
@@ -742,12 +744,24 @@ class TournamentCreate(Strict):
                       metadata={"description": "4: each entrant holds both seats of its team"})
     games_per_pairing = JsonInt(
         validate=validate.Range(1, 100), load_default=2,
-        metadata={"description": "games each pairing plays per round (even with duplicate)"},
+        metadata={"description": "games each pairing plays per round, each a different deal "
+                  "(even with trusted duplicate twins)"},
     )
     duplicate = StrictBool(
-        load_default=True,
-        metadata={"description": "play every deal twice, the entrants swapping teams (and so "
-                  "cards)"},
+        allow_none=True, load_default=None,
+        metadata={"description": "duplicate deals: every deal of a round is played at every "
+                  "table (pairing) of the round, each entrant playing it once, and results "
+                  "on the same cards are compared across tables (matchpoints). Omitted or "
+                  "null: on wherever possible (4 entrants or more; with trusted, always); "
+                  "true with fewer than 4 entrants and no trusted: 422; false: every game "
+                  "its own deal"},
+    )
+    trusted = StrictBool(
+        load_default=False,
+        metadata={"description": "the entrants may see a deal twice: duplicate deals are "
+                  "played as twins within a pairing, the same two entrants with the teams "
+                  "swapped, so each entrant holds its opponent's cards in the twin. Only for "
+                  "bots you trust not to use what one game showed in the other"},
     )
     rounds = JsonInt(validate=validate.Range(1, 100),
                      metadata={"description": "swiss only; default ceil(log2(entrants))"})
@@ -764,8 +778,10 @@ class TournamentCreate(Strict):
         entrants = data.get("entrants") or []
         if len(set(entrants)) != len(entrants):
             raise ValidationError("must be distinct", "entrants")
-        if data.get("duplicate", True) and data.get("games_per_pairing", 2) % 2:
-            raise ValidationError("must be even with duplicate deals", "games_per_pairing")
+        if (data.get("trusted") and data.get("duplicate") is not False
+                and data.get("games_per_pairing", 2) % 2):
+            raise ValidationError("must be even with trusted duplicate deals (twins)",
+                                  "games_per_pairing")
         if data.get("rounds") is not None and data.get("format") != "swiss":
             raise ValidationError("only a swiss tournament has a rounds setting", "rounds")
 
@@ -774,7 +790,10 @@ class TournamentSettings(Out):
     format = one_of(["round_robin", "swiss"], required=True)
     players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
     games_per_pairing = fields.Int(required=True)
-    duplicate = fields.Bool(required=True)
+    duplicate = fields.Bool(required=True, metadata={
+        "description": "as played: deals shared across the tables of each round"})
+    trusted = fields.Bool(required=True, metadata={
+        "description": "duplicate deals as twins within a pairing (entrants see a deal twice)"})
     rounds = fields.Int(required=True)
     variants = AllVariants(required=True)
     move_limit = fields.Float(required=True, allow_none=True)
@@ -809,7 +828,9 @@ class TournamentSummary(Out):
 class TournamentGame(Out):
     slot = fields.Int(required=True)
     pairing = fields.Int(required=True, metadata={"description": "index within the round"})
-    deal = fields.Int(required=True, metadata={"description": "duplicate twins share it"})
+    deal = fields.Int(required=True, metadata={
+        "description": "the deal's number in its round: games of a round with the same deal "
+        "were dealt the same cards (at different tables)"})
     teams = fields.List(fields.Str(), required=True,
                         metadata={"description": "bot id on team 0, on team 1"})
     game_id = fields.Str(required=True, allow_none=True)
@@ -820,6 +841,11 @@ class TournamentGame(Out):
     scores = fields.List(fields.Int(), required=True, allow_none=True)
     hands_won = fields.List(fields.Int(), required=True, allow_none=True)
     timeouts = fields.List(fields.Int(), required=True, allow_none=True)
+    recorded = fields.Int(required=True, allow_none=True, metadata={
+        "description": "the order in which its result was recorded (1, 2, ...): ratings are "
+        "updated game by game in this order; a deal's games are recorded together once "
+        "every table of the deal has finished (until then the result, like the seed, is "
+        "null)"})
 
 
 class TournamentRound(Out):
@@ -855,6 +881,13 @@ class StandingRow(Out):
     score = fields.Float(required=True, metadata={
         "description": "match points: per pairing and round 1 for winning more games (then "
         "more points), 0.5 each if level; 1 per bye"})
+    matchpoints = fields.Float(required=True, metadata={
+        "description": "duplicate: for every deal played at several tables, 1 for each "
+        "other entrant that held the same cards (same team, another table) and ended with "
+        "a smaller margin (own final score minus the opponent's), 0.5 for an equal one; "
+        "the first tiebreak after score"})
+    comparisons = fields.Int(required=True, metadata={
+        "description": "how many such comparisons: the most matchpoints it could have"})
     played = fields.Int(required=True)
     won = fields.Int(required=True)
     lost = fields.Int(required=True)

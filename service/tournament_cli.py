@@ -14,7 +14,13 @@ What it does, in order:
 2. **The entrants.** One bot account per entrant (``--bots a,b,c``; a strategy named twice
    becomes ``heuristic`` and ``heuristic-2``), each with its own token and its own client.
 3. **The tournament**, created through ``POST /tournaments`` with the admin token; the
-   service pairs and schedules every game itself.
+   service pairs and schedules every game itself. Duplicate deals (``--duplicate``, the
+   default wherever possible) are the service's bridge way: each deal of a round is played
+   at every table of the round by different entrants, so they need 4 entrants or more;
+   with fewer, ``--trusted`` replays each deal with the teams swapped (twins) — fine for
+   comparing your own strategies, which this command runs in-process, never for bots you
+   do not control. ``--duplicate`` with fewer than 4 entrants and no ``--trusted`` is
+   refused before anything is registered.
 4. **The bots play as real HTTP clients**: one ``BotRunner`` per entrant in a thread of
    this process, finding its turns through the turn long-poll like any other bot. In a
    4-player game an entrant holds both seats of its team and its runner plays both.
@@ -92,6 +98,19 @@ def parse_bots(spec: str) -> list[tuple[str, str]]:
         seen[base] = seen.get(base, 0) + 1
         out.append((base if seen[base] == 1 else f"{base}-{seen[base]}", strategy))
     return out
+
+
+def check_duplicate(args: argparse.Namespace, entrants: int) -> None:
+    """Refuse, before anything is registered, what the service would refuse about
+    duplicate deals (see ``service.tournaments``)."""
+    if args.duplicate and not args.trusted and entrants < 4:
+        raise TournamentCliError(
+            f"--duplicate needs at least 4 entrants (two tables a round, so each deal is "
+            f"replayed only by other entrants); with {entrants}, add --trusted to replay "
+            f"each deal with the teams swapped (your own bots only), or --no-duplicate")
+    if args.trusted and args.duplicate is not False and args.games % 2:
+        raise TournamentCliError(f"--games {args.games} is odd: trusted duplicate deals "
+                                 "come in twins (each deal twice, the teams swapped)")
 
 
 def build_strategy(spec: str, move_time: float) -> Any:
@@ -356,12 +375,14 @@ def standings_table(standings: Any, entrants: list[Entrant], width: int = 120) -
     table = Table(
         title="Standings", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
         padding=(0, 0) if width < 90 else (0, 1), collapse_padding=True,
-        caption="score: match points (1 a pairing won, ½ drawn, 1 a bye) · hands: hands won · "
+        caption="score: match points (1 a pairing won, ½ drawn, 1 a bye) · mp: matchpoints, "
+        "duplicate deals compared across tables, of the most possible · hands: hands won · "
         "for/agst: game points for and against · t/o: timeouts · rating: OpenSkill μ ± σ · "
         "ordinal: μ − 3σ, the conservative estimate",
     )
     for header, justify in [
-        ("#", "right"), ("entrant", "left"), ("score", "right"), ("games", "right"),
+        ("#", "right"), ("entrant", "left"), ("score", "right"), ("mp", "right"),
+        ("games", "right"),
         ("won", "right"), ("win%", "right"), ("hands", "right"), ("for", "right"),
         ("agst", "right"), ("t/o", "right"), ("rating", "right"),
         ("ordinal", "right"),
@@ -375,7 +396,9 @@ def standings_table(standings: Any, entrants: list[Entrant], width: int = 120) -
             name = f"{name} ({strategies[row.bot_id]})"
         pct = f"{100 * row.won / row.played:.0f}" if row.played else "–"
         table.add_row(
-            str(row.rank), name, f"{row.score:g}", str(row.played), str(row.won), pct,
+            str(row.rank), name, f"{row.score:g}",
+            f"{row.matchpoints:g}/{row.comparisons}" if row.comparisons else "–",
+            str(row.played), str(row.won), pct,
             str(row.hands_won), str(row.points_for), str(row.points_against),
             str(row.timeouts), f"{row.rating.mu:.1f} ± {row.rating.sigma:.1f}",
             f"{row.rating.ordinal:.1f}",
@@ -481,9 +504,7 @@ def run(args: argparse.Namespace, variants: dict[str, Any]) -> int:
             raise TournamentCliError("--rounds is for --format swiss")
         pairs = parse_bots(args.bots)
         strategies = {name: build_strategy(spec, args.move_time) for name, spec in pairs}
-        if args.duplicate and args.games % 2:
-            _say(f"--games {args.games} is odd: with duplicate deals the last deal of "
-                 "each pairing is played only once")
+        check_duplicate(args, len(pairs))
         _setup_logging(console, args.quiet)
         if args.server:
             server = args.server.rstrip("/")
@@ -542,8 +563,12 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
                 entrants[-1].bot_id = client.register(name).id
             settings: dict[str, Any] = {
                 "name": args.name, "players": args.players, "games_per_pairing": args.games,
-                "duplicate": args.duplicate, "parallel": args.parallel,
+                "parallel": args.parallel,
             }
+            if args.duplicate is not None:  # omitted: the service's default, where possible
+                settings["duplicate"] = args.duplicate
+            if args.trusted:
+                settings["trusted"] = True
             if variants:
                 settings["variants"] = variants
             if args.move_limit is not None:
@@ -616,12 +641,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=None,
                    help="swiss: rounds to play (default ceil(log2(entrants)))")
     p.add_argument("--games", type=int, default=2,
-                   help="games per pairing (per round); even with duplicate deals "
-                   "(default %(default)s)")
+                   help="games per pairing (per round), each a different deal; even with "
+                   "--trusted duplicate deals (default %(default)s)")
     p.add_argument("--players", type=int, choices=(2, 4), default=4,
                    help="4: each entrant holds both seats of its team (default %(default)s)")
-    p.add_argument("--duplicate", action=argparse.BooleanOptionalAction, default=True,
-                   help="play every deal twice with the entrants swapping cards (default on)")
+    p.add_argument("--duplicate", action=argparse.BooleanOptionalAction, default=None,
+                   help="duplicate deals: each deal of a round is played at every table of "
+                   "the round by different entrants and results are compared across "
+                   "tables (matchpoints); needs 4 entrants or more unless --trusted "
+                   "(default: on wherever possible)")
+    p.add_argument("--trusted", action="store_true",
+                   help="the entrants may see a deal twice: duplicate deals become twins, "
+                   "each deal replayed by the same two entrants with the teams swapped; "
+                   "works with 2 or 3 entrants. Only for your own bots (this command runs "
+                   "them in-process), never for bots you do not control")
     p.add_argument("--target", type=int, default=None,
                    help="points that win a game (the target variant; default 14)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE",

@@ -6,7 +6,8 @@ deal's seed, and — once scheduled — the game id and, once played, the result
 ratings after every recorded game and a snapshot of them after every round. Other keys:
 ``{p}tours:all`` (sorted set by creation sequence, for listing), ``{p}tours:seq``,
 ``{p}tours:running`` (set of open tournaments, which the sweeper re-checks) and
-``{p}leaderboard`` (hash: bot id → JSON global rating over all tournament games).
+``{p}leaderboard`` (hash: bot id → JSON global rating over all tournament games) and
+``{p}embargoed`` (set of shared deals not yet finished at every table: see below).
 
 **Never twice, never skipped.** Every change to a tournament is one optimistic
 transaction, ``advance``: WATCH the document (and the leaderboard), read it and the games
@@ -23,7 +24,8 @@ tournament's games (``Arena.on_finish``), and (b) every few seconds from every s
 (``advance_all`` over ``{p}tours:running``), so a process that died between finishing a
 game and scheduling the next is repaired, and a restarted service simply carries on:
 nothing about a tournament lives outside Redis. At most ``parallel`` games of one
-tournament are live at once; games are created in slot order.
+tournament are being played at once (a finished game waiting for the other tables of its
+deal does not count); games are created in slot order.
 
 **Rounds.** Round robin: all rounds are fixed at creation by the circle method (each
 entrant plays at most once per round; with an odd number, one sits out — a bye). Swiss:
@@ -33,23 +35,74 @@ in the standings meet again); the bye goes to the lowest-ranked entrant with the
 byes. Both formats play round by round (a round's games start only when the previous
 round is complete), so the rating history per round is exact.
 
-**Pairings and duplicate deals.** A pairing plays ``games_per_pairing`` games. With
-``duplicate`` (the default) they come in twins: each deal — a game seed, which fixes the
-cut and every hand's shuffle — is played twice, once with each entrant on team 0, so at
-every hand both games reach, each entrant holds exactly the cards the other held. Without
-it every game has its own seed and the entrants alternate teams. In a 4-player game an
-entrant holds both seats of its team (seats 0 and 2, or 1 and 3).
+**Pairings.** A pairing is a table: two entrants, one per team (in a 4-player game an
+entrant holds both seats of its team, 0 and 2 or 1 and 3). It plays ``games_per_pairing``
+games in its round, each a different deal (a game seed, which fixes the cut and every
+hand's shuffle); at each table the entrants take turns on team 0, game by game and round by
+round.
+
+**Duplicate deals, the bridge way (``duplicate``).** The same deal is played at different
+tables by different entrants, never twice by one entrant, and results are compared
+across tables. Deal *k* of a round (k = 0 .. games_per_pairing − 1) is dealt at *every*
+table of the round: its seed is ``deal_seed(tournament seed, round, k)``, so at every hand
+the tables reach, team 0 holds the same cards at each table, and so does team 1. A
+round's tables are disjoint (each entrant sits at one, or has the bye), so each entrant
+plays each deal exactly once, from one seat; a new round brings new deals. This needs
+two tables a round — 4 entrants or more, in round robin and Swiss alike (Swiss pairs each
+round when the last is complete; its deals are assigned the same way). ``duplicate``
+omitted (or null) means on wherever possible and off otherwise; ``true`` with fewer than
+4 entrants is refused (422, explained under ``errors.duplicate``); ``false`` gives every
+game its own deal.
+
+**Why it leaks nothing.** An entrant's own cards in deal *k* are, at the other tables,
+the cards of someone it is not playing, so what it holds tells it nothing hidden in its
+own game. What it could learn of its opponent's cards would come from the *other* tables:
+their hands, seeds, records, played cards, even their scores. So while any table of a
+shared deal is not finished — live, or not yet started — the deal is *embargoed*: every
+game of it carries ``embargo: <tournament>:<round>:<deal>`` in its meta, and the deal is in
+the Redis set ``{p}embargoed`` (``arena.embargo_key``). For such a game the arena answers
+a viewer without a seat at that table (a spectator, or a bot seated elsewhere) 403
+``/problems/embargoed`` for its view, turn long-poll, record and event stream; its own
+seats get their views and their redacted record and stream, but a finished game's view
+loses ``hands`` and ``seed`` and its record stays the partial one; the game list shows its
+``scores`` and ``winner`` as null; the tournament shows its slot ``live`` with no seed and
+no result. A live game of a shared deal is embargoed without asking Redis (its own table
+is live); only a finished one costs a ``SISMEMBER``. The deal enters the set with its first
+game (same MULTI/EXEC as the game's creation) and leaves it in the MULTI/EXEC that
+records its results, which ``advance`` does only once every table of the deal has
+finished — a whole deal at a time, in slot order. So the embargo can end late (until the
+next ``advance``: at once after the finishing action, else the sweeper's next pass) but
+never early, and nothing needs a counter that could drift. What stays visible while
+embargoed: that the game exists, who sits where, its status and version. What cannot be
+prevented by a service: entrants that are run by one owner and share what they saw at
+different tables (as in bridge, players at different tables must not talk).
+
+**Trusted twins (``trusted``).** For bots one trusts not to use what a game showed them in
+another (comparing one's own strategies, as ``allfours tournament`` can with
+``--trusted``), a pairing's games come in twins: each deal is played twice by the same
+two entrants with the teams swapped, so each entrant holds, hand for hand, the cards its
+opponent held in the twin. This works with any number of entrants (even 2) but needs an
+even ``games_per_pairing``; the twins are embargoed from spectators like any shared deal.
+An entrant sees each deal from both seats: never use it between bots you do not control.
 
 **Standings** are recomputed from the recorded results (never kept as counters that could
 drift): games played/won/lost; hands won (a hand is won by the team that scored more
 points in it, counting every score item — kick, give-one, High, Low, Jack, hang-Jack,
 Game; a tied hand is nobody's); points for and against (final game scores); timeouts;
-byes; and the match score that ranks them — per pairing per round, 1 to the entrant who
-won more of its games (tie: more points scored in them; still tied: ½ each), 1 for a bye.
-Order: score, games won, point difference, rating ordinal, bot id.
+byes; the match score — per pairing per round, 1 to the entrant who won more of its games
+(tie: more points scored in them; still tied: ½ each), 1 for a bye; and the duplicate
+comparison, **matchpoints**: for each deal played at several tables, on each team, every
+entrant that held those cards is compared with every other that held them: 1 for a
+larger margin (its final score minus its opponent's), ½ for an equal one, 0 for a
+smaller; ``comparisons`` counts them (the most it could have scored). Order: score,
+matchpoints, games won, point difference, rating ordinal, bot id.
 
-**Ratings**: see ``service.ratings``; updated once per recorded game, in the order games
-are recorded, both per tournament and on the global leaderboard.
+**Ratings** stay OpenSkill over game results (``service.ratings``: each game a win of one
+entrant over the other; the duplicate comparison does not enter them), updated once per
+recorded game, in the order games are recorded — published as each game's ``recorded``
+(1, 2, ...) — both per tournament and on the global leaderboard. A deal's games are
+recorded together when its last table finishes, in slot order, so a rating never moves
+on a result that is still embargoed.
 """
 
 from __future__ import annotations
@@ -66,7 +119,7 @@ from typing import Any
 import redis
 
 from . import ratings
-from .arena import ACTIVE, FINISHED, Arena, deadline_for, status_of, turn_bot
+from .arena import ACTIVE, FINISHED, Arena, deadline_for, embargo_key, status_of, turn_bot
 from .engine import Variants, build_record, new_game, team_of
 from .engine.game import MAX_SEED
 from .problems import Problem
@@ -77,6 +130,7 @@ log = logging.getLogger(__name__)
 ROUND_ROBIN, SWISS = "round_robin", "swiss"
 RUNNING = "running"
 PENDING, LIVE, DONE = "pending", "live", "done"
+TABLES, TWINS, SINGLE = "tables", "twins", "single"  # how deals are shared: deal_mode
 ATTEMPTS = 200
 MAX_GAMES = 5000  # per tournament: keeps the document (and a listing) small
 
@@ -136,27 +190,78 @@ def _pair(pool: list[str], met: set[frozenset[str]], budget: list[int]
     return None
 
 
-def deal_seed(tournament_seed: int, round_no: int, pairing: int, deal: int) -> int:
-    """The game seed of one deal: a pure function of the tournament's seed."""
-    digest = shake_256(b"allfours/tournament/%d/%d/%d/%d"
-                       % (tournament_seed, round_no, pairing, deal)).digest(8)
+def deal_seed(tournament_seed: int, round_no: int, deal: int) -> int:
+    """The game seed of one deal of a round: a pure function of the tournament's seed."""
+    digest = shake_256(b"allfours/tournament/deal/%d/%d/%d"
+                       % (tournament_seed, round_no, deal)).digest(8)
     return int.from_bytes(digest, "little") % (MAX_SEED + 1)
 
 
-def pairing_slots(settings: dict[str, Any], round_no: int, pairing: int, a: str, b: str
-                  ) -> list[dict[str, Any]]:
-    """The games of one pairing: twins sharing a seed with the teams swapped when
-    ``duplicate``, else a seed each and the teams alternating."""
+def deal_mode(settings: dict[str, Any]) -> str:
+    """How a tournament's rounds share deals (see the module docstring)."""
+    if not settings["duplicate"]:
+        return SINGLE
+    return TWINS if settings.get("trusted") else TABLES
+
+
+def round_slots(settings: dict[str, Any], round_no: int, pairs: list[tuple[str, str]]
+                ) -> list[dict[str, Any]]:
+    """The games of one round: ``games_per_pairing`` per pairing, each with its deal.
+
+    ``tables``: deal k of the round is played by every pairing (table) of the round, so each
+    entrant plays it once; ``twins`` (trusted): deals come in twins within a pairing, the
+    teams swapped; ``single``: every game its own deal. At each table the entrants take
+    turns on team 0, game by game (and round by round, so an odd ``games_per_pairing``
+    does not always give the same entrant team 0). Any format that makes its own rounds
+    (a knockout) gets the same guarantee by calling this with each round's pairs: a round
+    of two tables or more shares its deals between them, a round of one table (a final)
+    plays each deal once, and ``_add_game`` embargoes whatever is shared."""
+    g = settings["games_per_pairing"]
+    mode = deal_mode(settings)
     out = []
-    for k in range(settings["games_per_pairing"]):
-        deal = k // 2 if settings["duplicate"] else k
-        teams = [a, b] if k % 2 == 0 else [b, a]
-        out.append({
-            "round": round_no, "pairing": pairing, "entrants": [a, b], "deal": deal,
-            "seed": deal_seed(settings["seed"], round_no, pairing, deal), "teams": teams,
-            "game": None, "status": PENDING, "result": None,
-        })
+    for i, (a, b) in enumerate(pairs):
+        for k in range(g):
+            if mode == TABLES:
+                deal = k
+            elif mode == TWINS:
+                deal = i * ((g + 1) // 2) + k // 2
+            else:
+                deal = i * g + k
+            out.append({
+                "round": round_no, "pairing": i, "entrants": [a, b], "deal": deal,
+                "seed": deal_seed(settings["seed"], round_no, deal),
+                "teams": [a, b] if (k + round_no - 1) % 2 == 0 else [b, a],
+                "game": None, "status": PENDING, "result": None, "recorded": None,
+            })
     return out
+
+
+def tables_of(rnd: dict[str, Any], slot: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every slot of ``rnd`` dealt the same cards as ``slot``, in slot order."""
+    return [s for s in rnd["slots"] if s["seed"] == slot["seed"]]
+
+
+def embargo_id(doc: dict[str, Any], slot: dict[str, Any]) -> str:
+    """The name of a shared deal in the embargo set (``arena.embargo_key``)."""
+    return f"{doc['id']}:{slot['round']}:{slot['deal']}"
+
+
+def duplicate_setting(asked: bool | None, entrants: int, trusted: bool) -> bool:
+    """``duplicate`` as played: asked for (or, when not given, wherever it is possible).
+    Without ``trusted`` a deal is shared only between disjoint tables of one round, which
+    needs two tables a round: four entrants. Asking for it with fewer is refused."""
+    possible = trusted or entrants >= 4
+    if asked is None:
+        return possible
+    if asked and not possible:
+        msg = (f"duplicate deals need at least 4 entrants (two tables a round) and there "
+               f"are {entrants}: a deal is replayed only at another table, by other "
+               f"entrants, so nobody sees a deal from two seats. Leave duplicate out (or "
+               f"false) to give every game its own deal, or set trusted to true to replay "
+               f"each deal with the teams swapped — only for bots you trust not to use what "
+               f"they saw in one game in the other")
+        raise Problem("validation", msg, errors={"duplicate": [msg]})
+    return asked
 
 
 def planned_games(settings: dict[str, Any], n: int) -> int:
@@ -193,14 +298,14 @@ def game_result(game: Game) -> dict[str, Any]:
 
 
 _COUNTERS = ("played", "won", "lost", "hands_won", "points_for", "points_against",
-             "timeouts", "byes")
+             "timeouts", "byes", "comparisons")
 
 
 def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The table, best first, recomputed from the recorded results."""
     rows: dict[str, dict[str, Any]] = {
         e["bot_id"]: {"bot_id": e["bot_id"], "bot_name": e["bot_name"], "score": 0.0,
-                      **dict.fromkeys(_COUNTERS, 0)}
+                      "matchpoints": 0.0, **dict.fromkeys(_COUNTERS, 0)}
         for e in doc["entrants"]
     }
     for rnd in doc["rounds"]:
@@ -208,8 +313,10 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
             rows[b]["byes"] += 1
             rows[b]["score"] += 1.0
         matches: dict[int, list[dict[str, Any]]] = {}
+        deals: dict[int, list[dict[str, Any]]] = {}
         for slot in rnd["slots"]:
             matches.setdefault(slot["pairing"], []).append(slot)
+            deals.setdefault(slot["seed"], []).append(slot)
             res = slot["result"]
             if res is None:
                 continue
@@ -235,16 +342,37 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 rows[b]["score"] += 0.5
             else:
                 rows[a if key[a] > key[b] else b]["score"] += 1.0
+        for tables in deals.values():
+            _compare(rows, tables)
     rates = doc["ratings"]
     out = []
     for row in rows.values():
         row["rating"] = ratings.shown(rates[row["bot_id"]])
         out.append(row)
-    out.sort(key=lambda r: (-r["score"], -r["won"], -(r["points_for"] - r["points_against"]),
+    out.sort(key=lambda r: (-r["score"], -r["matchpoints"], -r["won"],
+                            -(r["points_for"] - r["points_against"]),
                             -r["rating"]["ordinal"], r["bot_id"]))
     for i, row in enumerate(out, 1):
         row["rank"] = i
     return out
+
+
+def _compare(rows: dict[str, dict[str, Any]], tables: list[dict[str, Any]]) -> None:
+    """Matchpoints of one deal played at several tables: on each team, every holder of
+    those cards against every other holder, by margin (own final score minus the
+    opponent's): 1 for a larger margin, ½ for an equal one. Results are recorded a whole
+    deal at a time, so a deal here has all of its tables or none."""
+    if len(tables) < 2 or any(s["result"] is None for s in tables):
+        return
+    for team in (0, 1):
+        held = [(s["teams"][team], s["result"]["scores"][team] - s["result"]["scores"][1 - team])
+                for s in tables]
+        for i, (bot, margin) in enumerate(held):
+            for j, (_other, theirs) in enumerate(held):
+                if i != j:
+                    rows[bot]["comparisons"] += 1
+                    rows[bot]["matchpoints"] += (1.0 if margin > theirs
+                                                 else 0.5 if margin == theirs else 0.0)
 
 
 # --- the service ----------------------------------------------------------------------------
@@ -286,11 +414,13 @@ class Tournaments:
             raise Problem("validation", str(exc), errors={"variants": [str(exc)]}) from None
         n = len(entrants)
         fmt = body["format"]
+        trusted = bool(body.get("trusted", False))
         settings = {
             "format": fmt,
             "players": body.get("players", 2),
             "games_per_pairing": body.get("games_per_pairing", 2),
-            "duplicate": body.get("duplicate", True),
+            "duplicate": duplicate_setting(body.get("duplicate"), n, trusted),
+            "trusted": trusted,
             "rounds": (body.get("rounds") or max(1, math.ceil(math.log2(n))))
             if fmt == SWISS else n - 1 + n % 2,
             "variants": variants.changed(),
@@ -334,9 +464,7 @@ class Tournaments:
     @staticmethod
     def _add_round(doc: dict[str, Any], pairs: list[tuple[str, str]], byes: list[str]) -> None:
         round_no = len(doc["rounds"]) + 1
-        slots = []
-        for i, (a, b) in enumerate(pairs):
-            slots.extend(pairing_slots(doc["settings"], round_no, i, a, b))
+        slots = round_slots(doc["settings"], round_no, pairs)
         first = sum(len(r["slots"]) for r in doc["rounds"])
         for k, slot in enumerate(slots, first):
             slot["slot"] = k
@@ -379,21 +507,40 @@ class Tournaments:
 
     def _step(self, pipe: Any, doc: dict[str, Any]) -> int:
         changed = False
-        # 1. record the live games that have finished
-        live = [s for r in doc["rounds"] for s in r["slots"] if s["status"] == LIVE]
+        # 1. record the live games that have finished, a whole deal at a time: a deal's
+        # games are recorded (and its embargo lifted) once every table of it has finished
+        over: dict[int, Game] = {}
+        playing = 0  # live games not yet over: what `parallel` limits
+        for rnd in doc["rounds"]:
+            for slot in rnd["slots"]:
+                if slot["status"] != LIVE:
+                    continue
+                game = self.store.get_game(slot["game"])
+                if game is None or game.status != FINISHED:
+                    playing += 1
+                else:
+                    over[slot["slot"]] = game
         lb_updates: dict[str, dict[str, Any]] = {}
-        for slot in live:
-            game = self.store.get_game(slot["game"])
-            if game is None or game.status != FINISHED:
-                continue
-            self._record(pipe, doc, slot, game_result(game), lb_updates)
-            changed = True
+        lifted: list[str] = []
+        for rnd in doc["rounds"]:
+            for slot in rnd["slots"]:
+                if slot["slot"] not in over or slot["status"] == DONE:
+                    continue
+                tables = tables_of(rnd, slot)
+                if not all(s["status"] == DONE or s["slot"] in over for s in tables):
+                    continue  # another table still plays (or will play) this deal
+                for s in tables:
+                    if s["status"] != DONE:
+                        self._record(pipe, doc, s, game_result(over[s["slot"]]), lb_updates)
+                if len(tables) > 1:
+                    lifted.append(embargo_id(doc, slot))
+                changed = True
         # 2. close complete rounds; pair the next Swiss round; finish
         changed |= self._close_rounds(doc)
         # 3. start pending games of the current round, up to `parallel` live
         new_games = []
         if doc["status"] == RUNNING:
-            live_n = sum(1 for r in doc["rounds"] for s in r["slots"] if s["status"] == LIVE)
+            live_n = playing
             current = next(r for r in doc["rounds"]
                            if any(s["status"] != DONE for s in r["slots"]))
             for slot in current["slots"]:
@@ -406,6 +553,8 @@ class Tournaments:
             pipe.unwatch()
             return 0
         pipe.multi()
+        if lifted:
+            pipe.srem(embargo_key(self.p), *lifted)
         born_over = False
         for slot in new_games:
             slot["game"], status = self._add_game(pipe, doc, slot)
@@ -427,6 +576,7 @@ class Tournaments:
         slot["status"] = DONE
         slot["result"] = result
         doc["recorded"] += 1
+        slot["recorded"] = doc["recorded"]  # the order ratings took the results in
         winner = slot["teams"][result["winner"]]
         loser = slot["teams"][1 - result["winner"]]
         rates = doc["ratings"]
@@ -487,6 +637,11 @@ class Tournaments:
             "creator": None,
             "tournament": {"id": doc["id"], "slot": slot["slot"], "round": slot["round"]},
         }
+        rnd = doc["rounds"][slot["round"] - 1]
+        if len(tables_of(rnd, slot)) > 1:
+            # its cards are dealt at another table too: embargoed until all have finished
+            meta["embargo"] = embargo_id(doc, slot)
+            pipe.sadd(embargo_key(self.p), meta["embargo"])
         if settings.get("move_limit"):
             meta["move_limit"] = settings["move_limit"]
         game = self.store.add_game(pipe, meta, state, status, turn_bot(state, seats, status),
@@ -546,6 +701,7 @@ class Tournaments:
             "pairing": slot["pairing"],
             "deal": slot["deal"],
             "teams": slot["teams"],
+            "recorded": slot.get("recorded"),
             "game_id": slot["game"],
             "status": slot["status"],
             # a game's seed fixes its cards: shown only once the game is over

@@ -38,6 +38,19 @@ def test_entrant_names_are_distinct_and_valid() -> None:
         parse_bots("random")
 
 
+def test_duplicate_deals_with_too_few_entrants_are_refused_before_anything_starts(
+        tmp_path: Path) -> None:
+    result = run_tournament(["--bots", "random,heuristic,random", "--duplicate", "--quiet",
+                             "--data-dir", str(tmp_path / "data")], tmp_path)
+    assert result.returncode == 1
+    assert "--duplicate needs at least 4 entrants" in result.stderr
+    assert "--trusted" in result.stderr
+    assert not (tmp_path / "data").exists(), "nothing was started"
+    odd = run_tournament(["--bots", "random,heuristic", "--trusted", "--games", "3",
+                          "--quiet"], tmp_path)
+    assert odd.returncode == 1 and "come in twins" in odd.stderr
+
+
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("REDIS_URL", "ARENA_ADMIN_TOKEN", "ALLFOURS_SERVER")}
@@ -117,7 +130,7 @@ def test_tournament_with_its_own_service_leaves_nothing_behind(tmp_path: Path) -
     try:
         result = run_tournament(
             ["--bots", "random,heuristic", "--format", "round-robin", "--games", "2",
-             "--players", "2", "--target", "3", "--quiet", "--json-out", str(out),
+             "--players", "2", "--target", "3", "--trusted", "--quiet", "--json-out", str(out),
              "--data-dir", str(data_dir), "--port", str(port)],
             tmp_path, watch=seen,
         )  # fmt: skip
@@ -135,11 +148,14 @@ def test_tournament_with_its_own_service_leaves_nothing_behind(tmp_path: Path) -
         check_results(doc, entrants=2, games=2)
         assert doc["settings"]["players"] == 2
         assert doc["settings"]["games_per_pairing"] == 2
-        assert doc["settings"]["duplicate"] is True
+        # two entrants: duplicate deals only as trusted twins (one deal, the teams swapped)
+        assert doc["settings"]["duplicate"] is True and doc["settings"]["trusted"] is True
         # every house rule in force, as every `variants` object of the contract has them
         assert doc["settings"]["variants"] == {**Variants().to_dict(), "target": 3}
-        twins = [g["seed"] for g in doc["games"]]
-        assert twins[0] == twins[1], "duplicate deals: one deal played twice"
+        first, second = doc["games"]
+        assert first["seed"] == second["seed"] and first["teams"] == second["teams"][::-1]
+        assert [r["comparisons"] for r in doc["standings"]] == [2, 2]
+        assert sorted(r["matchpoints"] for r in doc["standings"]) in ([0, 2], [1, 1])
         assert [e["name"] for e in doc["entrants"]] == ["random", "heuristic"]
         assert (data_dir / "appendonly.aof").exists() or (data_dir / "appendonlydir").is_dir()
         assert "Standings" in result.stdout and "heuristic" in result.stdout
@@ -199,6 +215,7 @@ def test_tournament_against_a_running_service(tmp_path: Path, running_service) -
     assert [e["name"] for e in doc["entrants"]] == ["random", "random-2", "heuristic"]
     assert doc["settings"]["format"] == "swiss" and doc["settings"]["players"] == 4
     assert doc["settings"]["move_limit"] == 30
+    assert doc["settings"]["duplicate"] is False, "3 entrants: a deal per game by default"
     assert len(doc["byes"]) == 2
     assert doc["server"] == url
     assert http_status(url + "/readyz") == 200, "an outside service is left running"

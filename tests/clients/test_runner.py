@@ -102,7 +102,7 @@ def test_a_tournament_through_the_client(live_url: str) -> None:
         clients[0].create_tournament(ids)
     assert info.value.status in (401, 403)
     t = clients[0].create_tournament(ids, "round_robin", admin_token=ADMIN_TOKEN,
-                                     name="client-test", games_per_pairing=2, duplicate=True,
+                                     name="client-test", games_per_pairing=2,
                                      variants={"target": 4})  # no kick alone ends it
     assert t.status == "running" and {e.bot_id for e in t.entrants} == set(ids)
     runners = [BotRunner(c, "random", max_games=2, poll_timeout=1, check_every=0.5)

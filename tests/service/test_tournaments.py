@@ -110,7 +110,7 @@ def check_standings(client: Any, t: dict[str, Any]) -> dict[str, Any]:
         assert row["lost"] == row["played"] - row["won"]
         r = row["rating"]
         assert r["ordinal"] == pytest.approx(r["mu"] - 3 * r["sigma"], abs=1e-3)
-    scores = [(row["score"], row["won"]) for row in st["items"]]
+    scores = [(row["score"], row["matchpoints"], row["won"]) for row in st["items"]]
     assert scores == sorted(scores, reverse=True)
     assert [row["rank"] for row in st["items"]] == list(range(1, len(st["items"]) + 1))
     assert st["rounds_done"] == t["progress"]["rounds_planned"] == len(st["history"])
@@ -156,7 +156,9 @@ def test_only_the_admin_creates_tournaments(client):
     assert r.status_code == 403
     bad = [
         ({**body, "entrants": [next(iter(bots))] * 2}, 422),
-        ({**body, "games_per_pairing": 3}, 422),  # duplicate deals come in twins
+        # two entrants: a deal could only be replayed by the same two (see test_fair_play)
+        ({**body, "duplicate": True}, 422),
+        ({**body, "trusted": True, "games_per_pairing": 3}, 422),  # twins come in pairs
         ({**body, "rounds": 2}, 422),  # rounds: swiss only
         ({**body, "entrants": [*bots, "0123456789ab"]}, 404),
         ({**body, "format": "knockout"}, 422),
@@ -165,6 +167,9 @@ def test_only_the_admin_creates_tournaments(client):
         r = client.post("/tournaments", json=b, headers=ADMIN)
         assert r.status_code == status, (b, r.json)
         assert r.content_type == "application/problem+json"
+    r = client.post("/tournaments", json={**body, "duplicate": True}, headers=ADMIN)
+    assert "at least 4 entrants" in r.json["errors"]["duplicate"][0]
+    assert "trusted" in r.json["detail"]
     assert client.get("/tournaments/0123456789ab").status_code == 404
     assert client.get("/tournaments/0123456789ab/standings").status_code == 404
 
@@ -228,36 +233,144 @@ def test_swiss_four_player_runs_to_the_end(client):
     assert [h["round"] for h in st["history"]] == [1, 2, 3]
 
 
-def test_duplicate_deals_deal_the_same_cards_with_the_teams_swapped(client):
+def same_cards(r1: dict[str, Any], r2: dict[str, Any]) -> int:
+    """Check two records were dealt alike (seed, cut, every hand both reach: dealer, cards
+    per seat, first kick); returns how many hands were compared."""
+    assert r1["seed"] == r2["seed"] and r1["first_dealer"] == r2["first_dealer"]
+    both = min(len(r1["hands"]), len(r2["hands"]))
+    for h1, h2 in zip(r1["hands"][:both], r2["hands"][:both]):
+        assert h1["dealer"] == h2["dealer"]
+        d1, d2 = h1["deals"][0], h2["deals"][0]
+        assert d1["cards"] == d2["cards"] and d1["kicks"][0] == d2["kicks"][0]
+    return both
+
+
+def test_duplicate_deals_are_played_at_every_table_of_a_round(client):
+    bots = register(client, 5)  # two tables and a bye each round
+    t = create(client, bots, format="round_robin", games_per_pairing=2, seed=3,
+               variants={"target": 5})
+    assert t["settings"]["duplicate"] is True and t["settings"]["trusted"] is False
+    t = run_to_end(client, t["id"], bots)
+    compared = 0
+    for rnd in t["rounds"]:
+        deals: dict[int, list[dict[str, Any]]] = {}
+        for g in rnd["games"]:
+            deals.setdefault(g["deal"], []).append(g)
+        assert len(deals) == 2  # games_per_pairing deals, each at both tables
+        for tables in deals.values():
+            assert len(tables) == 2
+            first, second = tables
+            # different entrants at each table: nobody plays a deal twice
+            assert not set(first["teams"]) & set(second["teams"])
+            compared += same_cards(
+                client.get(f"/games/{first['game_id']}/record").json,
+                client.get(f"/games/{second['game_id']}/record").json)
+        # each entrant holds team 0's cards in one deal and team 1's in the other
+        for bot in {b for g in rnd["games"] for b in g["teams"]}:
+            assert sorted(g["teams"].index(bot) for g in rnd["games"] if bot in g["teams"]
+                          ) == [0, 1]
+    seeds = Counter(g["seed"] for g in all_games(t))
+    assert set(seeds.values()) == {2} and len(seeds) == 10 and compared >= 10
+    st = check_standings(client, t)
+    # every entrant was compared with the other holder of its cards in each of its games
+    assert all(row["comparisons"] == row["played"] for row in st["items"])
+
+
+def test_one_game_at_a_time_still_plays_every_table_of_a_deal(client):
+    """``parallel`` counts games being played: a finished game waiting for the other table
+    of its deal (its result embargoed) does not hold the only place."""
+    bots = register(client, 4)
+    t = create(client, bots, format="swiss", rounds=1, games_per_pairing=1, parallel=1,
+               seed=4)
+    tid = t["id"]
+    rng = random.Random(3)
+    first = all_games(t)[0]
+    for _ in range(1000):  # until the second table starts
+        if client.get(f"/tournaments/{tid}").json["progress"]["games_live"] == 2:
+            break
+        assert play_turns(client, bots, rng) > 0, "nobody can move: the second table waits"
+    t = client.get(f"/tournaments/{tid}").json
+    one, two = all_games(t)
+    assert one["game_id"] == first["game_id"] and one["status"] == "live"  # embargoed
+    assert one["seed"] is None and one["scores"] is None and two["status"] == "live"
+    listed = {g["id"]: g for g in client.get("/games?limit=100").json["items"]}
+    assert listed[one["game_id"]]["status"] == "finished"
+    assert listed[one["game_id"]]["scores"] is None
+    t = run_to_end(client, tid, bots)
+    one, two = all_games(t)
+    assert one["recorded"] == 1 and two["recorded"] == 2  # a deal at once, in slot order
+    assert one["seed"] == two["seed"] and one["scores"] is not None
+    st = check_standings(client, t)
+    assert sorted(r["matchpoints"] for r in st["items"]) in ([0, 0, 1, 1], [0.5] * 4)
+
+
+def test_duplicate_is_on_where_possible_and_off_otherwise(client):
+    three = create(client, register(client, 3), format="swiss", rounds=1)
+    assert three["settings"]["duplicate"] is False
+    assert len({g["deal"] for g in all_games(three)}) == 2  # a deal per game
+    four = create(client, register(client, 4), format="swiss", rounds=1,
+                  games_per_pairing=3)
+    assert four["settings"]["duplicate"] is True
+    assert sorted(g["deal"] for g in all_games(four)) == [0, 0, 1, 1, 2, 2]
+    off = create(client, register(client, 4), format="swiss", rounds=1, duplicate=False)
+    assert sorted(g["deal"] for g in all_games(off)) == [0, 1, 2, 3]
+
+
+def test_trusted_twins_replay_a_deal_with_the_teams_swapped_under_embargo(client):
     bots = register(client, 2)
     t = create(client, bots, format="round_robin", games_per_pairing=6, seed=3,
-               variants={"target": 7})
-    t = run_to_end(client, t["id"], bots)
+               variants={"target": 7}, trusted=True, parallel=6)
+    assert t["settings"]["duplicate"] is True and t["settings"]["trusted"] is True
     twins: dict[int, list[dict[str, Any]]] = {}
     for g in all_games(t):
         twins.setdefault(g["deal"], []).append(g)
-    assert len(twins) == 3
-    seeds, compared = set(), 0
-    for first, second in twins.values():
-        assert first["teams"] == second["teams"][::-1]
-        assert first["seed"] == second["seed"]
-        seeds.add(first["seed"])
-        r1 = client.get(f"/games/{first['game_id']}/record").json
-        r2 = client.get(f"/games/{second['game_id']}/record").json
-        assert r1["seed"] == r2["seed"] == first["seed"]
-        assert r1["first_dealer"] == r2["first_dealer"]
-        both = min(len(r1["hands"]), len(r2["hands"]))
-        compared += both
-        for h1, h2 in zip(r1["hands"][:both], r2["hands"][:both]):
-            assert h1["dealer"] == h2["dealer"]
-            d1, d2 = h1["deals"][0], h2["deals"][0]
-            assert d1["cards"] == d2["cards"] and d1["kicks"][0] == d2["kicks"][0]
-            # so the entrant on team 0 in one game holds, seat for seat, what the other
-            # entrant held in the other game
-            a = first["teams"][0]
-            assert second["teams"][1] == a
-            assert d1["cards"][0] == d2["cards"][0]  # seat 0: a's cards, then the rival's
-    assert len(seeds) == 3 and compared >= 6
+    assert len(twins) == 3 and all(a["teams"] == b["teams"][::-1] for a, b in twins.values())
+
+    # one twin played to its end while the other has not moved: the deal is embargoed
+    first, second = twins[0]
+    gid = first["game_id"]
+    rng = random.Random(1)
+    store = client.application.extensions["arena"].store
+    while (game := store.get_game(gid)).status != "finished":
+        bot = game.seats[game.state.turn]
+        v = client.get(f"/games/{gid}", headers=auth(bots[bot])).json
+        r = client.post(f"/games/{gid}/actions", headers=auth(bots[bot]),
+                        json={"action": rng.choice(v["legal_actions"])})
+        assert r.status_code == 200
+        last = r.json
+    assert last["status"] == "finished"
+    assert "hands" not in last and "seed" not in last  # not even in the final answer
+    for path in (f"/games/{gid}", f"/games/{gid}/record", f"/games/{gid}/turn",
+                 f"/games/{gid}/events", f"/games/{second['game_id']}"):
+        r = client.get(path)
+        assert r.status_code == 403 and r.json["type"] == "/problems/embargoed", path
+    a = first["teams"][0]
+    mine = client.get(f"/games/{gid}", headers=auth(bots[a])).json
+    assert mine["status"] == "finished" and mine["hand"] is not None
+    assert "hands" not in mine and "seed" not in mine
+    rec = client.get(f"/games/{gid}/record", headers=auth(bots[a])).json
+    assert rec["complete"] is False and "seed" not in rec
+    listed = {g["id"]: g for g in client.get("/games?limit=100").json["items"]}
+    assert listed[gid]["status"] == "finished" and listed[gid]["scores"] is None
+    slot = next(g for g in all_games(client.get(f"/tournaments/{t['id']}").json)
+                if g["game_id"] == gid)
+    assert slot["status"] == "live" and slot["seed"] is None and slot["scores"] is None
+
+    t = run_to_end(client, t["id"], bots)
+    compared = 0
+    for g1, g2 in twins.values():
+        r1 = client.get(f"/games/{g1['game_id']}/record").json
+        r2 = client.get(f"/games/{g2['game_id']}/record").json
+        assert r1["complete"] and r2["complete"]
+        compared += same_cards(r1, r2)
+    assert compared >= 3
+    view = client.get(f"/games/{gid}").json  # all over: public again
+    assert view["seed"] == next(g["seed"] for g in all_games(t) if g["game_id"] == gid)
+    assert "hands" in view
+    listed = {g["id"]: g for g in client.get("/games?limit=100").json["items"]}
+    assert listed[gid]["scores"] is not None
+    st = check_standings(client, t)
+    assert all(row["comparisons"] == 6 for row in st["items"])
 
 
 # --- restarts and crashes --------------------------------------------------------------------

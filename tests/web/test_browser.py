@@ -414,7 +414,7 @@ def test_tournament_page_shows_the_standings_the_api_returns(page, api, bots, se
     for _, t in made:
         bots(t)
     body = {"name": "browser cup", "format": "round_robin", "entrants": [b for b, _ in made],
-            "players": 2, "games_per_pairing": 2, "duplicate": True,
+            "players": 2, "games_per_pairing": 2,
             "variants": {"target": 5}, "parallel": 4}
     t = api.post("/tournaments", body, ADMIN)
     tid = t["id"]

@@ -21,7 +21,8 @@ function gameItem(g) {
   const links = el("span", { class: "links" }, link);
   if (g.status === "finished") links.append(el("a", { href: `/games/${g.id}/replay`, text: "replay" }));
   if (g.status === "waiting") links.append(el("a", { href: `/games/${g.id}/play`, text: "play a seat" }));
-  li.append(who, el("span", { class: "score", text: `${g.scores[0]}–${g.scores[1]}` }),
+  // scores are null while a tournament's duplicate deal is still played at another table
+  li.append(who, el("span", { class: "score", text: g.scores ? `${g.scores[0]}–${g.scores[1]}` : "–" }),
     el("span", { class: "muted small when", text: `${g.players}p · ${ago(g.created)}` }), links);
   return li;
 }

@@ -17,13 +17,16 @@ function svg(tag, attrs = {}, text = null) {
 }
 
 function standingsTable(st, names) {
-  const cols = ["#", "Bot", "Score", "Played", "Won", "Lost", "Hands won", "Points ±", "Timeouts", "Rating (μ ± σ)", "Ordinal"];
-  const optional = new Set([6, 7, 8, 10]); // hidden on phones
+  const cols = ["#", "Bot", "Score", "Matchpoints", "Played", "Won", "Lost", "Hands won", "Points ±", "Timeouts", "Rating (μ ± σ)", "Ordinal"];
+  const optional = new Set([3, 7, 8, 9, 11]); // hidden on phones
   const head = el("tr", {}, cols.map((c, i) => el("th", { scope: "col", class: `${i >= 2 ? "num" : ""}${optional.has(i) ? " opt" : ""}`, text: c })));
   const rows = st.items.map((r) => el("tr", { dataset: { botId: r.bot_id, rank: String(r.rank) } },
     el("td", { text: String(r.rank) }),
     el("td", { class: "bot", text: r.bot_name || names[r.bot_id] || r.bot_id }),
     el("td", { class: "num", dataset: { col: "score" }, text: String(r.score) }),
+    // duplicate deals compared across tables, out of the most possible
+    el("td", { class: "num opt", dataset: { col: "matchpoints" },
+      text: r.comparisons ? `${r.matchpoints}/${r.comparisons}` : "–" }),
     el("td", { class: "num", dataset: { col: "played" }, text: String(r.played) }),
     el("td", { class: "num", dataset: { col: "won" }, text: String(r.won) }),
     el("td", { class: "num", dataset: { col: "lost" }, text: String(r.lost) }),
