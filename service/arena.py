@@ -495,7 +495,7 @@ class Arena:
                 game, stored = self.get(game_id), None
             if stored:
                 return self._replay_answer(game, stored, body_hash)
-            if idem_key and game.status == FINISHED:
+            if idem_key and game.status == FINISHED and self._retry_memory_gone(game):
                 last = self._last_move_answer(game, bot_id, body, if_match, action)
                 if last is not None:
                     return last
@@ -607,6 +607,11 @@ class Arena:
         status = status_of(state, game.seats)
         return self.render(game, state, int(seat), int(version), status, deadline, updated)
 
+    def _retry_memory_gone(self, game: Game) -> bool:
+        """Whether the finished game's retry memory has expired: its grace runs from the
+        commit that finished it (``updated``)."""
+        return game.updated is None or time.time() >= game.updated + self.store.idem_grace_s
+
     def _last_move_answer(self, game: Game, bot_id: str, body: dict[str, Any],
                           if_match: int | None, action: int) -> dict[str, Any] | None:
         """A keyed request on a finished game whose retry memory is gone (its grace is
@@ -614,8 +619,10 @@ class Arena:
         before it, the answer it got then (the final view for its seat: nothing can
         follow a finished game's last move, so that answer is rebuilt exactly); else
         None (judged as any request is, so refused: the game is over). The key itself is
-        not compared (once the memory is gone nothing could), so during the grace too the
-        same request under another key gets this answer: the same at any time."""
+        not compared: once the memory is gone nothing could. During the grace only the
+        remembered key is a replay (``_retry_memory_gone``): the same move under another
+        key is another request, refused like any action on a finished game, so two
+        processes of one bot never both hear that their move applied."""
         log = game.actions
         if not log or log[-1] != action:
             return None

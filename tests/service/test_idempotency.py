@@ -174,6 +174,12 @@ def test_retries_of_a_finished_game_during_and_after_the_grace(
     final = version(api, game_id)
     # during the grace: both bots' latest moves replay their first answers
     assert send(api, game_id, last_sent).get_data() == last.get_data()
+    # ... but only under their own key: the same last move under another key (a second
+    # process of the same bot) is another request, refused, never told it applied
+    other_key = {**last_sent, "headers": {"Idempotency-Key": "another-process"}}
+    refused = send(api, game_id, other_key)
+    assert refused.status_code == 409, refused.json
+    assert version(api, game_id) == final
     memory = f"{key_prefix}game:{game_id}:idem"
     deadline = time.monotonic() + 5
     while redis_client.exists(memory):
