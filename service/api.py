@@ -60,12 +60,12 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
     def wrap(view: Callable[..., Response]) -> Callable[..., Response]:
         @functools.wraps(view)
         def inner(**kwargs: Any) -> Response:
+            # No auth: Authorization is ignored entirely (not even looked up), so a
+            # client that sends its token everywhere reads what anyone may read.
             if op.auth == "admin":
                 authenticate_admin()
-            else:
-                bot_id = authenticate(op.auth)
-                if op.auth is not None:
-                    kwargs["bot_id"] = bot_id
+            elif op.auth is not None:
+                kwargs["bot_id"] = authenticate(op.auth)
             if query_schema is not None:
                 kwargs["query"] = load(query_schema, request.args.to_dict(), "query")
             if body_schema is not None:
@@ -105,9 +105,10 @@ def load(schema: Schema, data: Any, where: str) -> dict[str, Any]:
 
 
 def authenticate(mode: str | None) -> str | None:
-    """The bot behind the bearer token. A token that is present must be valid, even
-    where none is needed: a bot with a typo in its token should hear so, not be
-    quietly shown the spectator view."""
+    """The bot behind the bearer token, for operations that take one ("required" or
+    "optional"). Where it is optional, a token that is present must still be valid: a
+    bot with a typo in its token should hear so, not be quietly shown the spectator
+    view. Operations without auth never call this."""
     header = request.headers.get("Authorization")
     if not header:
         if mode == "required":

@@ -42,6 +42,13 @@ the record (`timeouts`) and the tournament standings. The default actions:
 the lowest legal card when playing (lowest rank, Two lowest; ties clubs, diamonds,
 hearts, spades). A move that arrives before the deadline always wins over the timeout.
 
+**Tokens.** Where an operation has no security requirement, `Authorization` is
+ignored entirely: any token, valid or not, answers exactly as no token (so a client may send
+its token on every request). Where a token is optional (a game's view, `/turn`,
+`/events`, `/record`) one that is present must be valid: an unknown or malformed token
+is 401, never a quiet spectator view. Where a token is required, a missing or unknown
+one is 401; the admin operation answers 401 without a token and 403 with any other.
+
 Every view carries a `version`; send it back (`version` or `If-Match`) to refuse an action
 if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 `application/problem+json` (RFC 9457) with a stable `type`:
