@@ -31,11 +31,13 @@ belongs there).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
-from flask import Flask, Response, current_app, g, request
+from flask import Flask, Response, current_app, request
 
 from .problems import Problem
 from .store import PendingHit, Store, pending_hit
@@ -58,11 +60,10 @@ POLICY = "default"
 FUSED = frozenset({"api.act", "api.turn", "api.get_game"})
 
 
-def reject(detail: str, ttl_ms: int, headers: dict[str, str] | None = None) -> NoReturn:
+def reject(detail: str, ttl_ms: int) -> NoReturn:
     """Refuse this request for its rate: 429 with ``Retry-After`` (whole seconds, at least
     1) — the one place every rate-limit rejection goes through."""
-    retry = max(1, -(-ttl_ms // 1000))
-    raise Problem("rate-limited", detail, headers={**(headers or {}), "Retry-After": str(retry)})
+    raise Problem("rate-limited", detail, headers={"Retry-After": str(_seconds(ttl_ms))})
 
 
 def client_address() -> str:
@@ -85,52 +86,52 @@ def reset_ms(ttl_ms: int, window: int) -> int:
     return max(1, min(ttl_ms, to_boundary))
 
 
-def check(count: int, ttl_ms: int) -> None:
+# The budget counted in this request, for its answer: (limit, window, count, ms to reset).
+_quota: ContextVar[tuple[int, int, int, int] | None] = ContextVar("rate_quota", default=None)
+
+
+def _check(limit: int, window: int, count: int, ttl_ms: int) -> None:
     """The budget after this request was counted: remembered for the answer's fields,
     and refused when over."""
-    limit, window = current_app.config["ARENA_RATE_LIMIT"], current_app.config["ARENA_RATE_WINDOW"]
     ttl_ms = reset_ms(ttl_ms, window)
-    g.rate_quota = (limit, window, count, ttl_ms)
+    _quota.set((limit, window, count, ttl_ms))
     if count > limit:
-        reject(f"more than {limit} requests in {window} s", ttl_ms, quota_fields())
+        reject(f"more than {limit} requests in {window} s", ttl_ms)
 
 
 def count_request(who: str) -> None:
     """Count one request against ``who``'s budget (``b<bot>`` or ``a<address>``); for a
     view that reads a game first, the count rides with that read."""
-    limit, window = current_app.config["ARENA_RATE_LIMIT"], current_app.config["ARENA_RATE_WINDOW"]
+    _quota.set(None)
+    cfg = current_app.config
+    limit, window = cfg["ARENA_RATE_LIMIT"], cfg["ARENA_RATE_WINDOW"]
     if not limit:
         return
+    check = functools.partial(_check, limit, window)
     if request.endpoint in FUSED:
         pending_hit.set(PendingHit(who, window, check, limit))
         return
     check(*_store().hit(who, window))
 
 
-def quota_fields() -> dict[str, str]:
-    """``RateLimit-Policy`` and ``RateLimit`` for the budget counted in this request."""
-    quota = g.get("rate_quota")
-    if quota is None:
-        return {}
-    limit, window, count, ttl_ms = quota
-    return {"RateLimit-Policy": f'"{POLICY}";q={limit};w={window}',
-            "RateLimit": f'"{POLICY}";r={max(0, limit - count)};t={_seconds(ttl_ms)}'}
-
-
 def add_quota_fields(resp: Response) -> Response:
-    """``after_request``: a hit still pending (the request failed before its game read)
-    is counted now, so every limited answer carries the fields."""
+    """``after_request``: ``RateLimit-Policy`` and ``RateLimit`` for the budget counted in
+    this request (a 429 included). A hit still pending (the request failed before its
+    game read) is counted now, so that every limited answer carries them."""
     hit = pending_hit.get()
     if hit is not None:
         pending_hit.set(None)
         try:
-            limit, window = hit.limit, hit.window_s
-            count, ttl_ms = _store().hit(hit.who, window)
-            g.rate_quota = (limit, window, count, reset_ms(ttl_ms, window))
+            count, ttl_ms = _store().hit(hit.who, hit.window_s)
         except Exception:  # Redis down: the answer (a 503) is made already
             return resp
-    for name, value in quota_fields().items():
-        resp.headers.setdefault(name, value)
+        _quota.set((hit.limit, hit.window_s, count, reset_ms(ttl_ms, hit.window_s)))
+    quota = _quota.get()
+    if quota is not None:
+        _quota.set(None)
+        limit, window, count, ttl_ms = quota
+        resp.headers.add("RateLimit-Policy", f'"{POLICY}";q={limit};w={window}')
+        resp.headers.add("RateLimit", f'"{POLICY}";r={max(0, limit - count)};t={_seconds(ttl_ms)}')
     return resp
 
 
@@ -176,7 +177,13 @@ def install(app: Flask) -> None:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies)  # type: ignore[method-assign]
+    app.before_request(_begin)
     app.after_request(add_quota_fields)
+
+
+def _begin() -> None:
+    """Nothing counted yet in this request (a worker's context outlives requests)."""
+    _quota.set(None)
 
 
 DEFAULTS: dict[str, Any] = {
