@@ -16,9 +16,16 @@ problem+json body (``type``, ``title``, ``status``, ``detail``, ``rule``...); a 
 that never got an answer, after all retries, is an ``ArenaError`` of type
 ``/problems/network`` with status 0 (the ``requests`` exception is its ``__cause__``).
 
+Pacing: the service announces each bot's request budget in the IETF ``RateLimit``
+fields (``RateLimit: "default";r=<left>;t=<seconds to reset>``). The client keeps count
+from them (one request less for every request it sends, the service's word whenever an
+answer carries it) and, when nothing is left, sleeps until the window resets instead of
+sending a request that would get a 429 (``budget`` says where it stands).
+
 Retries, and why they are safe:
 - 429 and 502/503/504 are retried after ``Retry-After`` (or an exponential backoff with
-  jitter), and a 429 also holds back later calls to the same endpoint until then;
+  jitter), and a 429 also holds back every later call until then (``rate_limited``
+  counts the 429s this client got);
 - a connection error or timeout is retried only where repeating the request cannot do
   anything twice: reads, joining a seat (joining twice is a no-op), and actions, which
   always carry an ``Idempotency-Key`` that is **the same on every retry of that action**,
@@ -33,6 +40,7 @@ from __future__ import annotations
 import json as jsonlib
 import logging
 import random
+import re
 import threading
 import time
 import uuid
@@ -467,6 +475,12 @@ class ArenaClient:
         self.session.headers["Accept"] = "application/json, application/problem+json"
         self._not_before: dict[str, float] = {}  # endpoint -> monotonic time (after a 429)
         self._lock = threading.Lock()
+        # the request budget as last announced (RateLimit), less what was sent since:
+        # requests left (None: unknown) and when the window resets (monotonic)
+        self._left: int | None = None
+        self._reset_at = 0.0
+        self._sent = 0  # requests sent so far (answers name theirs, see ``_note_budget``)
+        self.rate_limited = 0  # 429 answers received
 
     def close(self) -> None:
         self.session.close()
@@ -723,6 +737,7 @@ class ArenaClient:
         policy = self.retry
         for attempt in range(1, policy.attempts + 1):
             self._hold(name)
+            sent, seq = self._pace()
             try:
                 resp = self.session.request(
                     ep.method, url, params=params, json=json, headers=all_headers,
@@ -736,6 +751,7 @@ class ArenaClient:
                             pause)
                 self._sleep(pause)
                 continue
+            self._note_budget(resp, sent, seq)
             if resp.status_code < 400:
                 return resp
             error = ArenaError.from_response(resp)
@@ -748,10 +764,55 @@ class ArenaClient:
             pause = min(pause, policy.max_retry_after)
             if resp.status_code == 429:
                 with self._lock:
+                    self.rate_limited += 1
                     self._not_before[name] = time.monotonic() + pause
+                    self._left, self._reset_at = 0, time.monotonic() + pause
             log.warning("%s: %s; retry %d in %.2f s", what, resp.status_code, attempt, pause)
             self._sleep(pause)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    @property
+    def budget(self) -> tuple[int | None, float]:
+        """(requests left in the service's window as this client counts them, or None if
+        unknown; seconds until the window resets)."""
+        with self._lock:
+            return self._left, max(0.0, self._reset_at - time.monotonic())
+
+    def _pace(self) -> tuple[float, int]:
+        """Before a request: if the budget is spent, sleep until its window resets; then
+        count the request. Returns when it was sent (monotonic) and its number."""
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                if self._left is not None and now >= self._reset_at:
+                    self._left = None  # a new window: the service will say
+                if self._left is None or self._left > 0:
+                    if self._left is not None:
+                        self._left -= 1
+                    self._sent += 1
+                    return now, self._sent
+                waited_for, pause = self._reset_at, self._reset_at - now
+            log.info("request budget spent: waiting %.2f s for the window to reset", pause)
+            self._sleep(pause)
+            with self._lock:
+                if self._reset_at <= waited_for:  # that window is over: the next will say
+                    self._left = None
+
+    def _note_budget(self, resp: requests.Response, sent: float, seq: int) -> None:
+        """Take the service's word on the budget (``RateLimit``), as of when the request
+        was sent (a long-poll answers late, but said ``t`` when it arrived), less every
+        request sent after it, which its ``r`` may not count yet."""
+        left_reset = _ratelimit(resp.headers.get("RateLimit"))
+        if left_reset is None:
+            return
+        left, reset = left_reset
+        reset_at = sent + reset
+        with self._lock:
+            left = max(0, left - (self._sent - seq))
+            if self._left is None or reset_at > self._reset_at + 1.0:  # a newer window
+                self._left, self._reset_at = left, reset_at
+            else:  # the same window: answers to requests sent later may have come first
+                self._left = min(self._left, left)
 
     def _hold(self, name: str) -> None:
         """After a 429 on an endpoint, every caller waits out its Retry-After."""
@@ -760,6 +821,30 @@ class ArenaClient:
         left = until - time.monotonic()
         if left > 0:
             self._sleep(left)
+
+
+_ITEM = re.compile(r'^\s*"?([A-Za-z0-9_.*-]+)"?\s*((?:;[^;,]*)*)$')
+
+
+def _ratelimit(raw: str | None) -> tuple[int, float] | None:
+    """``(r, t)`` of the ``"default"`` item (else the first) of a ``RateLimit`` field
+    (draft-ietf-httpapi-ratelimit-headers: ``"default";r=50;t=30``); None if absent."""
+    if not raw:
+        return None
+    found: tuple[int, float] | None = None
+    for item in raw.split(","):
+        m = _ITEM.match(item)
+        if not m:
+            continue
+        params = dict(p.strip().partition("=")[::2] for p in m[2].split(";") if p.strip())
+        try:
+            value = (int(params["r"]), float(params["t"]))
+        except (KeyError, ValueError):
+            continue
+        if m[1] == "default":
+            return value
+        found = found or value
+    return found
 
 
 def _seat(seat: int | None) -> JSON:

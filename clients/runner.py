@@ -19,8 +19,11 @@ action also waits for the bot's next turn in that game (``POST …/actions?wait=
 ``act_wait`` seconds): the answer is the next view to decide on, so a move costs one
 request instead of a turn poll, a view and an action. A
 ``not-your-turn``/``version-conflict``/``precondition-failed`` answer means the game moved
-on: the worker re-fetches and decides again. Network trouble that outlasts the client's
-own retries is waited out with a growing backoff. Stop it with ``stop()``, a
+on: the worker re-fetches and decides again. Every request is paced by the client
+(``ArenaClient``) from the service's ``RateLimit`` fields, so the runner waits for a new
+window rather than meet a 429; one that comes anyway is retried after its
+``Retry-After``. Network trouble that outlasts the client's own retries is waited out
+with a growing backoff. Stop it with ``stop()``, a
 ``threading.Event``, ``max_games``, ``stop_when_idle``, or SIGINT/SIGTERM when
 ``handle_signals`` is on.
 

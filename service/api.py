@@ -20,6 +20,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, request
 from marshmallow import Schema, ValidationError
 
+from . import limits
 from . import schemas as s
 from .arena import Arena, dumps
 from .problems import Problem
@@ -49,6 +50,7 @@ class Operation:
     response_headers: dict[str, Any] = field(default_factory=dict)
     example: dict[str, Any] | None = None
     path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    limited: bool = True  # counted against the caller's request budget (``limits``)
 
 
 def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
@@ -61,12 +63,15 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
         @functools.wraps(view)
         def inner(**kwargs: Any) -> Response:
             negotiate(op)
+            # No auth: Authorization is ignored entirely (not even looked up), so a
+            # client that sends its token everywhere reads what anyone may read.
+            bot_id = None
             if op.auth == "admin":
                 authenticate_admin()
-            else:
-                bot_id = authenticate(op.auth)
-                if op.auth is not None:
-                    kwargs["bot_id"] = bot_id
+            elif op.auth is not None:
+                bot_id = kwargs["bot_id"] = authenticate(op.auth)
+            if op.limited:  # after auth: the budget is the bot's, not its token string's
+                limits.count_request(f"b{bot_id}" if bot_id else f"a{limits.client_address()}")
             if query_schema is not None:
                 kwargs["query"] = load(query_schema, request.args.to_dict(), "query")
             if body_schema is not None:
@@ -132,9 +137,10 @@ def load(schema: Schema, data: Any, where: str) -> dict[str, Any]:
 
 
 def authenticate(mode: str | None) -> str | None:
-    """The bot behind the bearer token. A token that is present must be valid, even
-    where none is needed: a bot with a typo in its token should hear so, not be
-    quietly shown the spectator view."""
+    """The bot behind the bearer token, for operations that take one ("required" or
+    "optional"). Where it is optional, a token that is present must still be valid: a
+    bot with a typo in its token should hear so, not be quietly shown the spectator
+    view. Operations without auth never call this."""
     header = request.headers.get("Authorization")
     if not header:
         if mode == "required":
@@ -144,7 +150,7 @@ def authenticate(mode: str | None) -> str | None:
     token = token.strip()
     if scheme.lower() != "bearer" or not token or len(token) > 200:
         raise Problem("unauthorized", "the Authorization header must be 'Bearer <token>'")
-    bot_id = arena().store.bot_for_token(token)
+    bot_id = limits.bot_for_token(token)
     if bot_id is None:
         raise Problem("unauthorized", "unknown token")
     g.bot_id = bot_id
@@ -155,7 +161,8 @@ def authenticate_admin() -> None:
     """Only ``Authorization: Bearer <ARENA_ADMIN_TOKEN>`` passes: no header is 401, any
     other token (a bot's included) 403. Compared in constant time (``hmac.compare_digest``)
     so the response time says nothing about how much of a guess was right. With no admin
-    token configured, nobody is admin."""
+    token configured, nobody is admin. Wrong tokens are counted per client address and,
+    past ``ARENA_ADMIN_FAILURE_LIMIT``, refused (429) before any comparison."""
     header = request.headers.get("Authorization")
     if not header:
         raise Problem("unauthorized", "send Authorization: Bearer <admin token>")
@@ -163,8 +170,10 @@ def authenticate_admin() -> None:
     token = token.strip()
     if scheme.lower() != "bearer" or not token or len(token) > 200:
         raise Problem("unauthorized", "the Authorization header must be 'Bearer <token>'")
+    limits.admin_guard()
     expected = current_app.config.get("ARENA_ADMIN_TOKEN") or ""
     if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
+        limits.admin_failed()
         raise Problem("forbidden", "this needs the service's admin token")
 
 
@@ -252,13 +261,13 @@ def sch(cls: type[Schema]) -> Schema:
 
 
 @bp.get("/healthz")
-@operation(summary="The process is up", tags=("health",), response=s.Health)
+@operation(summary="The process is up", tags=("health",), response=s.Health, limited=False)
 def healthz() -> Response:
     return respond(sch(s.Health), {"status": "ok"})
 
 
 @bp.get("/readyz")
-@operation(summary="Redis is reachable", tags=("health",), response=s.Health)
+@operation(summary="Redis is reachable", tags=("health",), response=s.Health, limited=False)
 def readyz() -> Response:
     arena().store.r.ping()
     return respond(sch(s.Health), {"status": "ok"})

@@ -14,28 +14,26 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api, redis_client, web
+from . import api, limits, redis_client, web
 from .arena import Arena
 from .openapi import spec_yaml
-from .problems import Problem, register_error_handlers
-from .store import RETRY_GRACE_S, PendingHit, Store, pending_hit, token_hash
+from .problems import register_error_handlers
+from .store import RETRY_GRACE_S, Store, pending_hit
 from .tournaments import Tournaments
 
 DEFAULTS: dict[str, Any] = {
     "REDIS_URL": "redis://127.0.0.1:6379/0",
     "ARENA_KEY_PREFIX": "af:",
     "ARENA_ADMIN_TOKEN": None,  # creating tournaments needs it; unset: nobody may
-    "ARENA_RATE_LIMIT": 1200,  # requests per window per token (or per address); 0: off
-    "ARENA_RATE_WINDOW": 60,  # seconds
+    # requests per window per bot (or per address without a token), failed
+    # authentications per address, trusted proxies: see service/limits.py; 0: off
+    **limits.DEFAULTS,
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     "ARENA_RETRY_GRACE": RETRY_GRACE_S,  # seconds a finished game's retry memory is kept
     "MAX_CONTENT_LENGTH": 16 * 1024,
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs")
-# Views whose first Redis call reads a game: their rate-limit hit rides along with that
-# read (one round trip, ``Store.get_game_and_idem``) instead of a round trip of its own.
-_FUSED = frozenset({"api.act", "api.turn", "api.get_game"})
 
 
 def config_from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
@@ -77,37 +75,18 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         )
     )
 
-    who_cache: dict[str, str] = {}
-
-    def check(count: int, ttl_ms: int) -> None:
-        limit, window = app.config["ARENA_RATE_LIMIT"], app.config["ARENA_RATE_WINDOW"]
-        if count > limit:
-            retry = max(1, -(-ttl_ms // 1000))
-            raise Problem(
-                "rate-limited",
-                f"more than {limit} requests in {window} s",
-                headers={"Retry-After": str(retry)},
-            )
+    limits.install(app)
 
     @app.before_request
     def _rate_limit() -> None:
+        """Routes that are not API operations (pages, static files, unknown paths) are
+        counted per client address here; operations count themselves after auth."""
         pending_hit.set(None)
-        limit, window = app.config["ARENA_RATE_LIMIT"], app.config["ARENA_RATE_WINDOW"]
-        if not limit or request.path.startswith(_UNLIMITED):
+        if not app.config["ARENA_RATE_LIMIT"] or request.path.startswith(_UNLIMITED):
             return
-        auth = request.headers.get("Authorization", "")
-        if auth:
-            who = who_cache.get(auth)
-            if who is None:
-                if len(who_cache) >= 10_000:
-                    who_cache.clear()
-                who = who_cache[auth] = "t" + token_hash(auth)[:24]
-        else:
-            who = "a" + (request.remote_addr or "-")
-        if request.endpoint in _FUSED:
-            pending_hit.set(PendingHit(who, window, check, limit))
+        if getattr(app.view_functions.get(request.endpoint or ""), "operation", None):
             return
-        check(*store.hit(who, window))
+        limits.count_request("a" + limits.client_address())
 
     @app.teardown_request
     def _count_unread(_exc: BaseException | None) -> None:

@@ -16,12 +16,30 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
+from . import limits
 from . import schemas as s
 from .api import Operation, operations
 from .problems import KINDS
 
 TITLE = "All Fours Arena"
 VERSION = "0.1.0"
+
+_RATES = f"""\
+**Rate limits.** Each bot has a budget of requests per fixed window: by default
+{limits.RATE_LIMIT} requests per {limits.RATE_WINDOW} s (`ARENA_RATE_LIMIT`, `ARENA_RATE_WINDOW`),
+counted per bot once its token is known, and per client address for requests without
+one; `/healthz` and `/readyz` are not counted. Limited answers carry the IETF fields
+(draft-ietf-httpapi-ratelimit-headers) `RateLimit-Policy: "default";q=<quota>;w=<window>`
+and `RateLimit: "default";r=<requests left>;t=<seconds until the window resets>`: pace
+yourself by them (when `r` is 0, wait `t` seconds) and you never get the 429. An answer
+may lack them (an action served from the service's cache): keep your own count between
+answers that carry them. Over the budget: 429 `/problems/rate-limited` with
+`Retry-After`. Failed authentication is limited per client address, never per token:
+after {limits.AUTH_FAILURE_LIMIT} unknown tokens in {limits.AUTH_FAILURE_WINDOW} s (or \
+{limits.ADMIN_FAILURE_LIMIT} wrong admin tokens at the admin operation) every
+token from that address is refused with 429 and `Retry-After` until the window ends,
+before it is looked at.
+"""
 
 DESCRIPTION = """\
 Bots play Trinidad All Fours against each other over HTTP. The rules, with the ids R1–R23
@@ -54,6 +72,14 @@ an `Accept` header that admits none of an operation's types gets 406 (no `Accept
 **Closed shapes.** Every response object lists all its members
 (`additionalProperties: false`); optional members are described where they appear.
 
+**Tokens.** Where an operation has no security requirement, `Authorization` is
+ignored entirely: any token, valid or not, answers exactly as no token (so a client may send
+its token on every request). Where a token is optional (a game's view, `/turn`,
+`/events`, `/record`) one that is present must be valid: an unknown or malformed token
+is 401, never a quiet spectator view. Where a token is required, a missing or unknown
+one is 401; the admin operation answers 401 without a token and 403 with any other.
+
+""" + _RATES + """
 Every view carries a `version`; send it back (`version` or `If-Match`) to refuse an action
 if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 `application/problem+json` (RFC 9457) with a stable `type`:
@@ -81,10 +107,23 @@ _STATUS_TEXT = {
     422: "Invalid request (`/problems/validation`, with `errors` per field), or an "
     "Idempotency-Key reused in the same game with another request "
     "(`/problems/idempotency-key-reused`)",
-    429: "Rate limited (`/problems/rate-limited`); see Retry-After",
+    429: "Rate limited (`/problems/rate-limited`): the bot's (or address's) request budget "
+    "is spent, or this client address failed authentication too often; retry after "
+    "Retry-After",
     503: "Redis unavailable (`/problems/service-unavailable`); retry after Retry-After",
 }
 _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
+_RATE_LIMIT_FIELDS = {
+    "RateLimit-Policy": {
+        "description": "the request budget: `\"default\";q=<requests>;w=<window seconds>` "
+        f"(by default q={limits.RATE_LIMIT}, w={limits.RATE_WINDOW}); "
+        "draft-ietf-httpapi-ratelimit-headers",
+        "schema": {"type": "string", "pattern": r'^"default";q=[0-9]+;w=[0-9]+$'}},
+    "RateLimit": {
+        "description": "where the caller stands: `\"default\";r=<requests left in this "
+        "window>;t=<seconds until it resets>`; wait t seconds when r is 0",
+        "schema": {"type": "string", "pattern": r'^"default";r=[0-9]+;t=[0-9]+$'}},
+}
 
 
 def _path(rule: str) -> str:
@@ -137,8 +176,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         content = {op.content_type: {"schema": {"type": "string"}}}
     ok: dict[str, Any] = {"description": "OK" if op.status == 200 else "Created",
                           "content": content}
-    if op.response_headers:
-        ok["headers"] = op.response_headers
+    if op.response_headers or op.limited:
+        ok["headers"] = {**op.response_headers, **(_RATE_LIMIT_FIELDS if op.limited else {})}
     if op.status == 201:
         ok["headers"] = {**ok.get("headers", {}), "Location": {
             "description": "the new resource's path", "schema": {"type": "string"}}}
@@ -156,6 +195,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         codes.add(422)
     for code in sorted(codes):
         responses[str(code)] = _error(code)
+    if op.limited:
+        responses["429"]["headers"] = {**_RETRY_AFTER, **_RATE_LIMIT_FIELDS}
     out["responses"] = responses
     return out
 

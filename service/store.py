@@ -170,6 +170,24 @@ return {n, redis.call('PTTL', KEYS[1])}
 """
 
 
+# KEYS[1] the token's key, KEYS[2] the client address's failure counter. ARGV[1] the
+# failure limit (0: none), ARGV[2] its window seconds. Returns {1, bot id} | {0, failures}
+# (unknown: counted) | {2, ttl_ms} (the address is over its limit: not looked up).
+# Only the address's counter is ever written, never anything per guessed token.
+AUTH = """
+if ARGV[1] ~= '0' then
+  local n = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if n >= tonumber(ARGV[1]) then return {2, redis.call('PTTL', KEYS[2])} end
+end
+local bot = redis.call('GET', KEYS[1])
+if bot then return {1, bot} end
+if ARGV[1] == '0' then return {0, 0} end
+local n = redis.call('INCR', KEYS[2])
+if n == 1 then redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]) * 1000) end
+return {0, n}
+"""
+
+
 # KEYS[1] rate counter ('' none), KEYS[2] game hash, KEYS[3] the game's retry memory ('' none).
 # ARGV[1] rate window seconds, ARGV[2] the bot whose record to read. One round trip for
 # what a hot request reads first:
@@ -342,6 +360,7 @@ class Store:
         self._rate = client.register_script(RATE)
         self._claim = client.register_script(CLAIM)
         self._read = client.register_script(READ)
+        self._auth = client.register_script(AUTH)
         # token -> bot id. Safe across processes: a token's bot never changes (and no
         # token is ever revoked), so a cached answer cannot go stale.
         self._tokens: dict[str, str] = {}
@@ -408,6 +427,27 @@ class Store:
             self._tokens.clear()
         bot_id = self._tokens[token] = raw.decode()
         return bot_id
+
+    def guarded_bot_for_token(self, token: str, who: str, limit: int,
+                              window_s: int) -> tuple[str | None, int]:
+        """``bot_for_token`` for a request from ``who`` (a client address), which may fail
+        ``limit`` times per ``window_s`` (0: no limit): (bot id or None, 0), or (None,
+        ms until the window ends) when it is over the limit and the token was not looked
+        up. One round trip (``AUTH``), as the plain lookup; a cached token takes none."""
+        bot_id = self._tokens.get(token)
+        if bot_id is not None:
+            return bot_id, 0
+        slot = int(time.time()) // window_s if limit else 0
+        code, value = self._auth(keys=[f"{self.p}token:{token_hash(token)}",
+                                       f"{self.p}rl:{who}:{slot}"], args=[limit, window_s])
+        if int(code) == 2:
+            return None, max(1, int(value))
+        if int(code) != 1:
+            return None, 0
+        if len(self._tokens) >= TOKEN_CACHE_MAX:
+            self._tokens.clear()
+        bot_id = self._tokens[token] = value.decode()
+        return bot_id, 0
 
     def bot_turns(self, bot_id: str) -> list[str]:
         return sorted(m.decode() for m in self.r.smembers(f"{self.p}bot:{bot_id}:turns"))
@@ -620,6 +660,15 @@ class Store:
         slot = int(time.time()) // window_s
         n, ttl = self._rate(keys=[f"{self.p}rl:{who}:{slot}"], args=[window_s])
         return int(n), int(ttl)
+
+    def peek(self, who: str, window_s: int) -> tuple[int, int]:
+        """``who``'s count in the current window without counting: (count, ms left)."""
+        key = f"{self.p}rl:{who}:{int(time.time()) // window_s}"
+        pipe = self.r.pipeline(transaction=False)
+        pipe.get(key)
+        pipe.pttl(key)
+        n, ttl = pipe.execute()
+        return int(n or 0), max(1, int(ttl))
 
 
 def retry_tag(key: str) -> str:

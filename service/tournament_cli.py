@@ -8,9 +8,9 @@ What it does, in order:
    admin token: ``--admin-token`` or ``$ARENA_ADMIN_TOKEN``). Without it, it starts one of
    its own exactly as ``allfours serve`` does — an embedded ``valkey-server`` (in a
    temporary directory, or ``--data-dir``) and gunicorn with the same command line and
-   config — on a free port, with a freshly generated admin token, rate limiting off, and
-   gunicorn's log in a file so it cannot tear the progress display. It waits for
-   ``/readyz``.
+   config — on a free port, with a freshly generated admin token, the default rate limits
+   (sized so that the bundled runners never meet them), and gunicorn's log in a file so
+   it cannot tear the progress display. It waits for ``/readyz``.
 2. **The entrants.** One bot account per entrant (``--bots a,b,c``; a strategy named twice
    becomes ``heuristic`` and ``heuristic-2``), each with its own token and its own client.
 3. **The tournament**, created through ``POST /tournaments`` with the admin token; the
@@ -139,7 +139,8 @@ class Entrant:
         s = self.runner.stats
         return {"actions": s.actions, "games_finished": s.games_finished, "wins": s.wins,
                 "conflicts": s.conflicts, "errors": s.errors,
-                "strategy_errors": s.strategy_errors}
+                "strategy_errors": s.strategy_errors,
+                "rate_limited": self.client.rate_limited if self.client else 0}
 
 
 # --- our own service --------------------------------------------------------------------------
@@ -181,7 +182,6 @@ class EmbeddedService:
             env.update({
                 "REDIS_URL": self.redis.start(),
                 "ARENA_ADMIN_TOKEN": self.admin_token,
-                "ARENA_RATE_LIMIT": "0",  # our own bots only: nothing to limit
                 "ARENA_LOG_LEVEL": env.get("ARENA_LOG_LEVEL", "warning"),
             })
             fixed = self.port

@@ -59,7 +59,8 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def run_tournament(args: list[str], cwd: Path, watch: dict[int, str] | None = None,
-                   env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+                   env: dict[str, str] | None = None, timeout: float = RUN_TIMEOUT,
+                   ) -> subprocess.CompletedProcess[str]:
     """Run ``allfours tournament ARGS`` to the end (bounded). With ``watch``, every
     descendant seen while it runs is recorded there (pid → command line)."""
     out, err = cwd / "stdout.txt", cwd / "stderr.txt"
@@ -68,13 +69,13 @@ def run_tournament(args: list[str], cwd: Path, watch: dict[int, str] | None = No
             [sys.executable, "-m", "service.cli", "tournament", *args],
             cwd=cwd, env=env or _env(), stdout=fo, stderr=fe, start_new_session=True,
         )  # fmt: skip
-        deadline = time.monotonic() + RUN_TIMEOUT
+        deadline = time.monotonic() + timeout
         try:
             while proc.poll() is None:
                 if watch is not None:
                     watch.update(descendants(proc.pid))
                 if time.monotonic() > deadline:
-                    raise AssertionError(f"still running after {RUN_TIMEOUT}s:\n"
+                    raise AssertionError(f"still running after {timeout}s:\n"
                                          + err.read_text())
                 time.sleep(0.1)
         finally:
@@ -219,3 +220,28 @@ def test_tournament_against_a_running_service(tmp_path: Path, running_service) -
     assert len(doc["byes"]) == 2
     assert doc["server"] == url
     assert http_status(url + "/readyz") == 200, "an outside service is left running"
+
+
+def test_the_default_rate_limit_lets_the_bundled_runner_play_at_full_speed(
+        tmp_path: Path, running_service) -> None:
+    """Issue 12 #3: with the service's DEFAULT limits (``allfours serve`` with no
+    ARENA_RATE_LIMIT in its environment), four runners play a 4-player round robin of 8
+    games a pairing (48 games) without one 429: not for a bot, not for the CLI's own
+    anonymous polling."""
+    url, token = running_service
+    assert "ARENA_RATE_LIMIT" not in _env() and "ARENA_RATE_WINDOW" not in _env()
+    out = tmp_path / "full-speed.json"
+    result = run_tournament(
+        ["--server", url, "--admin-token", token,
+         "--bots", "random,random,heuristic,heuristic", "--players", "4", "--games", "8",
+         "--variant", "target=7", "--quiet", "--json-out", str(out)],
+        tmp_path, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    said = result.stdout + result.stderr  # the client's retry warnings, wherever logged
+    assert " 429" not in said and "rate-limited" not in said, said
+    doc = json.loads(out.read_text())
+    check_results(doc, entrants=4, games=48)
+    for e in doc["entrants"]:
+        assert e["runner"]["rate_limited"] == 0, e
+        assert e["runner"]["errors"] == 0, e

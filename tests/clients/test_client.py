@@ -480,3 +480,35 @@ def test_act_with_wait_plays_a_whole_game_one_request_per_move(live_url: str) ->
     done = all(v.finished for v in results) and len(results) == 2
     assert done and results[0].winner is not None
     assert len(a.record(game.id).actions) == results[0].version - 1  # created at 1
+
+
+# --- pacing by the RateLimit fields (issue 12 #3) -------------------------------------------
+
+
+def fields(left: int, reset: int) -> dict[str, str]:
+    return {"RateLimit-Policy": '"default";q=2;w=5', "RateLimit": f'"default";r={left};t={reset}'}
+
+
+def test_a_spent_budget_is_waited_out_before_the_next_request(script) -> None:
+    s = script((200, fields(1, 2), {"status": "ok"}, 0.0),
+               (200, fields(0, 2), {"status": "ok"}, 0.0), OK_HEALTH, OK_HEALTH)
+    client, pauses = recording_client(s.url)
+    client.healthz()
+    client.healthz()
+    assert pauses == [] and client.budget[0] == 0
+    client.healthz()  # nothing left: wait for the window, then send
+    assert len(pauses) == 1 and 1.5 < pauses[0] <= 2.0
+    assert len(s.seen) == 3
+    client.healthz()  # a new window, as yet unannounced: no wait
+    assert len(pauses) == 1
+
+
+def test_a_429_holds_back_every_call_until_retry_after(script) -> None:
+    s = script((429, {"Retry-After": "0.4"}, problem(429, "rate-limited"), 0.0), OK_HEALTH,
+               OK_HEALTH)
+    client = ArenaClient(s.url)
+    started = time.monotonic()
+    client.healthz()  # retried after 0.4 s
+    assert time.monotonic() - started >= 0.39 and client.rate_limited == 1
+    client.readyz()  # another endpoint, after the hold: at once
+    assert time.monotonic() - started < 1.0

@@ -1,0 +1,106 @@
+"""Where a token is looked at, and what an unknown one gets (issue 11, defect 3).
+
+The rule, stated in the contract's description: an operation without security ignores
+``Authorization`` entirely (an unknown or malformed token answers exactly as no token);
+where a token is optional (views, ``/turn``, ``/events``, ``/record``) a token that is
+present must be valid (401, documented there); required: 401; admin: 401/403.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from tests.service.conftest import ADMIN_TOKEN
+
+UNKNOWN = {"Authorization": "Bearer not-a-token-of-anyone"}
+MALFORMED = {"Authorization": "Basic Zm9vOmJhcg=="}
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def spec(client) -> dict[str, Any]:
+    return yaml.safe_load(client.get("/openapi.yaml").get_data(as_text=True))
+
+
+def open_operations(doc: dict[str, Any]) -> set[tuple[str, str]]:
+    """(method, path) of every operation the contract says needs no token."""
+    return {(m.upper(), p) for p, ops in doc["paths"].items() for m, op in ops.items()
+            if "security" not in op}
+
+
+def test_operations_without_auth_ignore_any_authorization_header(api):
+    bot_id, token = api.bot("alice")
+    other_id, _ = api.bot("bob")
+    game = api.game(token, 2, seats=[bot_id, other_id])
+    r = api.c.post("/tournaments", headers=ADMIN,
+                   json={"format": "round_robin", "entrants": [bot_id, other_id]})
+    assert r.status_code == 201, r.json
+    tid = r.json["id"]
+    calls = {
+        ("GET", "/healthz"): "/healthz",
+        ("GET", "/readyz"): "/readyz",
+        ("GET", "/leaderboard"): "/leaderboard",
+        ("GET", "/tournaments"): "/tournaments",
+        ("GET", "/tournaments/{tournament_id}"): f"/tournaments/{tid}",
+        ("GET", "/tournaments/{tournament_id}/standings"): f"/tournaments/{tid}/standings",
+        ("GET", "/games"): "/games",
+        ("GET", "/bots/{bot_id}"): f"/bots/{bot_id}",
+        ("POST", "/bots"): "/bots",
+    }
+    # every operation the contract leaves open is checked here, so a new one is too
+    assert set(calls) == open_operations(spec(api.c))
+    for (method, _path), url in calls.items():
+        body = {"name": "carol"} if method == "POST" else None
+        plain = api.c.open(url, method=method, json=body)
+        assert plain.status_code in (200, 201), (url, plain.json)
+        for headers in (UNKNOWN, MALFORMED, ADMIN, api.auth(token)):
+            r = api.c.open(url, method=method, json=body, headers=headers)
+            assert r.status_code == plain.status_code, (url, headers, r.json)
+            if method == "GET":
+                assert r.json == plain.json, url
+    assert game["id"]
+
+
+def test_an_admin_client_sending_its_token_everywhere_reads_its_tournament(api):
+    ids = [api.bot(n)[0] for n in ("a", "b")]
+    r = api.c.post("/tournaments", headers=ADMIN,
+                   json={"format": "round_robin", "entrants": ids})
+    assert r.status_code == 201
+    tid = r.json["id"]
+    assert api.c.get(f"/tournaments/{tid}", headers=ADMIN).status_code == 200
+    assert api.c.get(f"/tournaments/{tid}/standings", headers=ADMIN).status_code == 200
+    assert api.c.get("/tournaments", headers=ADMIN).json["items"][0]["id"] == tid
+
+
+def test_where_a_token_is_optional_an_unknown_one_is_401_as_documented(api):
+    bot_id, token = api.bot("alice")
+    other_id, _ = api.bot("bob")
+    gid = api.game(token, 2, seats=[bot_id, other_id])["id"]
+    doc = spec(api.c)
+    optional = {(m.upper(), p) for p, ops in doc["paths"].items() for m, op in ops.items()
+                if op.get("security") == [{"bearer": []}, {}]}
+    assert optional == {("GET", "/games/{game_id}"), ("GET", "/games/{game_id}/turn"),
+                        ("GET", "/games/{game_id}/events"),
+                        ("GET", "/games/{game_id}/record")}
+    urls = {"/games/{game_id}": f"/games/{gid}",
+            "/games/{game_id}/turn": f"/games/{gid}/turn?timeout=0",
+            "/games/{game_id}/events": f"/games/{gid}/events",
+            "/games/{game_id}/record": f"/games/{gid}/record"}
+    for _method, path in optional:
+        assert "401" in doc["paths"][path]["get"]["responses"], path
+        r = api.c.get(urls[path], headers=UNKNOWN)
+        assert r.status_code == 401 and r.json["type"] == "/problems/unauthorized", path
+        assert r.headers["WWW-Authenticate"].startswith("Bearer")
+    # required and admin: 401 documented; open: not
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            documented = "401" in op["responses"]
+            assert documented == ("security" in op), (method, path)
+            if op.get("security") == [{"admin": []}]:
+                assert "403" in op["responses"]
+
+
+def test_the_contract_states_the_rule(client):
+    text = spec(client)["info"]["description"]
+    assert "Authorization" in text and "ignored" in text
