@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api, redis_client, web
+from . import api, metrics, redis_client, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import Problem, register_error_handlers
@@ -29,9 +29,10 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_RATE_WINDOW": 60,  # seconds
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     "MAX_CONTENT_LENGTH": 16 * 1024,
+    "ARENA_METRICS_TOKEN": None,  # set: GET /metrics needs Authorization: Bearer <it>
 }
 
-_UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs")
+_UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
 # Views whose first Redis call reads a game: their rate-limit hit rides along with that
 # read (one round trip, ``Store.get_game_and_idem``) instead of a round trip of its own.
 _FUSED = frozenset({"api.act", "api.turn", "api.get_game"})
@@ -68,6 +69,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["tournaments"] = Tournaments(arena)
 
     register_error_handlers(app)
+    metrics.install(app)  # per-request counters and GET /metrics
     app.register_blueprint(api.bp)
     app.register_blueprint(web.bp)  # the pages for people: /, /games/{id} (HTML)
     app.register_blueprint(
@@ -82,6 +84,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         limit, window = app.config["ARENA_RATE_LIMIT"], app.config["ARENA_RATE_WINDOW"]
         if count > limit:
             retry = max(1, -(-ttl_ms // 1000))
+            metrics.RATE_LIMITED.inc()
             raise Problem(
                 "rate-limited",
                 f"more than {limit} requests in {window} s",

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import metrics
 from .engine import (
     IllegalAction,
     InvalidVariants,
@@ -180,6 +181,8 @@ class Arena:
             game_id = channel[len(head):-len(tail)]
             msg = game_message(data)
             self.store.games.heard(game_id, msg, generation)
+            if msg is not None and msg.updated is not None:
+                metrics.observe_wakeup(msg.updated)
             told = self._told.get(game_id)
             if told is not None and msg is not None:
                 if msg.version >= told:
@@ -401,9 +404,13 @@ class Arena:
         """
         if wait <= 0:
             return self._act(game_id, bot_id, body, if_match, idem)
-        with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
-            return self._act(game_id, bot_id, body, if_match, idem,
-                             waiter, time.monotonic() + wait, timing)
+        metrics.LONG_POLLS.inc()
+        try:
+            with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
+                return self._act(game_id, bot_id, body, if_match, idem,
+                                 waiter, time.monotonic() + wait, timing)
+        finally:
+            metrics.LONG_POLLS.dec()
 
     def _act(
         self,
@@ -488,6 +495,7 @@ class Arena:
             updated=updated,
         )
         if code == 1:
+            metrics.ACTION_BY_BOT.inc()
             self._tell_local_waiters(game_id, int(value),
                                      new_bot if new_bot != old_bot else None)
             self._finished(game, status)
@@ -593,6 +601,8 @@ class Arena:
         )
         if code != 1:
             return False
+        metrics.ACTION_BY_CLOCK.inc()
+        metrics.TIMEOUTS.inc()
         game.meta = meta
         self._finished(game, status)
         return True
@@ -616,7 +626,14 @@ class Arena:
                 after = game.version
             ready = self._ready_check(bot_id, seat, viewer is not None, after)
             return {"timed_out": not ready(game), "view": self.view(game, bot_id, seat)}
-        deadline = time.monotonic() + timeout
+        metrics.LONG_POLLS.inc()
+        try:
+            return self._wait_turn(game_id, bot_id, seat, after, time.monotonic() + timeout)
+        finally:
+            metrics.LONG_POLLS.dec()
+
+    def _wait_turn(self, game_id: str, bot_id: str | None, seat: int | None,
+                   after: int | None, deadline: float) -> dict[str, Any]:
         with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
             game = self.get(game_id)
             viewer = self.viewer_seat(game, bot_id, seat)
@@ -742,15 +759,19 @@ class Arena:
             games = self.store.bot_turns(bot_id)
             return {"timed_out": not games, "games": games}
         deadline = time.monotonic() + timeout
-        with self.wakeups.waiter(self.store.bot_turn_channel(bot_id)) as waiter:
-            games = self.store.bot_turns(bot_id)
-            while not games:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return {"timed_out": True, "games": []}
-                if waiter.wait(left):
-                    games = self.store.bot_turns(bot_id)
-            return {"timed_out": False, "games": games}
+        metrics.LONG_POLLS.inc()
+        try:
+            with self.wakeups.waiter(self.store.bot_turn_channel(bot_id)) as waiter:
+                games = self.store.bot_turns(bot_id)
+                while not games:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return {"timed_out": True, "games": []}
+                    if waiter.wait(left):
+                        games = self.store.bot_turns(bot_id)
+                return {"timed_out": False, "games": games}
+        finally:
+            metrics.LONG_POLLS.dec()
 
     # --- events and records ----------------------------------------------------------------
 
@@ -786,6 +807,7 @@ class Arena:
 
         def gen() -> Iterator[str]:
             waiter = self.wakeups.waiter(store.game_channel(game_id)).__enter__()
+            metrics.STREAMS.inc()
             try:
                 g = store.get_game(game_id) or game
                 state: State | None = None
@@ -816,6 +838,7 @@ class Arena:
                         break
                     g = store.get_game(game_id) or g
             finally:
+                metrics.STREAMS.dec()
                 waiter.__exit__()
 
         return gen()

@@ -54,3 +54,42 @@ def post_worker_init(worker: object) -> None:
     from service.deadlines import start_sweeper
 
     start_sweeper(worker.wsgi)  # type: ignore[attr-defined]
+
+
+# --- metrics: prometheus_client's multiprocess mode (see service.metrics) ------------------
+_METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+_made_metrics_dir: list[str] = []
+
+
+def on_starting(server: object) -> None:
+    """Before any worker exists: every worker writes its metrics to files in
+    ``$PROMETHEUS_MULTIPROC_DIR`` and a scrape sums them. The operator's directory is
+    emptied of an earlier run's files (their counters would be summed in); without one,
+    a private directory is made (and removed at exit). The workers inherit the variable;
+    nothing here imports prometheus_client, whose mode is fixed when it is first imported."""
+    import tempfile
+
+    path = os.environ.get(_METRICS_ENV)
+    if path:
+        os.makedirs(path, exist_ok=True)
+        for name in os.listdir(path):
+            if name.endswith(".db"):
+                os.unlink(os.path.join(path, name))
+    else:
+        path = tempfile.mkdtemp(prefix="allfours-metrics-")
+        os.environ[_METRICS_ENV] = path
+        _made_metrics_dir.append(path)
+
+
+def child_exit(server: object, worker: object) -> None:
+    """A worker is gone: its open long-polls and streams no longer count."""
+    from prometheus_client import multiprocess  # the variable is set: multiprocess mode
+
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]
+
+
+def on_exit(server: object) -> None:
+    import shutil
+
+    for path in _made_metrics_dir:
+        shutil.rmtree(path, ignore_errors=True)

@@ -43,6 +43,8 @@ from typing import Any, NamedTuple
 
 import redis
 
+from .metrics import REDIS_ERRORS
+
 log = logging.getLogger(__name__)
 
 
@@ -273,6 +275,7 @@ class Wakeups:
                 self.deliver(channel, data)
         except Exception as exc:  # the connection broke: everyone re-checks
             log.warning("wake-up listener lost its connection: %s", exc)
+            REDIS_ERRORS.labels("listener").inc()
             with self._lock:
                 if self._generation == generation:
                     self._running = False

@@ -1,0 +1,177 @@
+"""Prometheus metrics at ``GET /metrics`` (``prometheus_client``).
+
+Under gunicorn every worker is its own process with its own counters, so the client runs
+in its **multiprocess mode**: each process writes its values to memory-mapped files in
+``$PROMETHEUS_MULTIPROC_DIR`` and a scrape, answered by whichever worker gets it, sums the
+files of all of them. ``service.gunicorn_conf`` makes that directory (or empties the one
+the operator named) before any worker starts (``on_starting``), and marks a dead worker's
+gauges dead (``child_exit``). Without the variable (the Flask test client, one process) the same
+metrics live in the process's default registry.
+
+Cheap on the request path by design: the per-request work is one dict lookup of the
+(route, method, status) children, cached after first use, one counter increment and one
+histogram observation. Nothing here reads Redis per request; the games-by-status gauge
+is read from Redis when scraped (``GamesCollector``), which is once per scrape, not per
+change.
+
+Every name is documented in the README ("Operations"). ``/metrics`` is not part of the
+bots' API contract (``openapi.yaml``): it is an operator's endpoint, in Prometheus' text
+format, optionally behind ``ARENA_METRICS_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+
+if TYPE_CHECKING:
+    from flask import Flask, Response
+
+    from .store import Store
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# Request latencies: from well under a millisecond (a cached view) to a full long-poll.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                   2.5, 5.0, 10.0, 30.0)
+# Wake-up latency: commit in one process to the listener of another hearing it.
+WAKEUP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+
+REQUESTS = Counter("allfours_http_requests", "HTTP requests answered, by route (the URL "
+                   "rule, not the raw path), method and status", ["route", "method", "status"])
+LATENCY = Histogram("allfours_http_request_duration_seconds", "Time from the request to "
+                    "its response (for a stream: to its first bytes), by route and method",
+                    ["route", "method"], buckets=LATENCY_BUCKETS)
+PROBLEMS = Counter("allfours_problems", "Problem (error) answers by problem type: "
+                   "conflicts, illegal actions, validation, ...", ["type"])
+ACTIONS = Counter("allfours_actions_applied", "Actions applied to games, by bots "
+                  "(source=bot) or by the move clock (source=timeout)", ["source"])
+TIMEOUTS = Counter("allfours_move_timeouts", "Default actions played because a seat's "
+                   "move time ran out")
+RATE_LIMITED = Counter("allfours_rate_limited", "Requests refused with 429 by the rate "
+                       "limiter")
+REDIS_ERRORS = Counter("allfours_redis_errors", "Redis failures: requests answered 503, "
+                       "and pub/sub listeners that lost their connection", ["where"])
+LONG_POLLS = Gauge("allfours_open_long_polls", "Requests waiting for a turn or change "
+                   "(/turn, /bots/me/turns, actions with ?wait)", multiprocess_mode="livesum")
+STREAMS = Gauge("allfours_open_event_streams", "Open server-sent event streams "
+                "(/games/{id}/events)", multiprocess_mode="livesum")
+WAKEUP = Histogram("allfours_wakeup_latency_seconds", "From a game change's commit to "
+                   "a process's pub/sub listener hearing it", buckets=WAKEUP_BUCKETS)
+
+# children by label values, so a request costs a dict lookup, not ``labels()``'s checks
+_requests: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+_problems: dict[str, Any] = {}
+ACTION_BY_BOT = ACTIONS.labels("bot")
+ACTION_BY_CLOCK = ACTIONS.labels("timeout")
+
+
+def observe_request(route: str, method: str, status: int, seconds: float) -> None:
+    """Count one answered request and its latency."""
+    key = (route, method, status)
+    pair = _requests.get(key)
+    if pair is None:
+        if len(_requests) > 10_000:  # bounded: routes x methods x statuses is small
+            _requests.clear()
+        pair = _requests[key] = (REQUESTS.labels(route, method, str(status)),
+                                 LATENCY.labels(route, method))
+    pair[0].inc()
+    pair[1].observe(seconds)
+
+
+def count_problem(kind: str) -> None:
+    child = _problems.get(kind)
+    if child is None:
+        child = _problems[kind] = PROBLEMS.labels(kind)
+    child.inc()
+
+
+def observe_wakeup(committed_at: float) -> None:
+    """A listener heard a change committed at ``committed_at`` (unix seconds)."""
+    WAKEUP.observe(max(0.0, time.time() - committed_at))
+
+
+class GamesCollector:
+    """``allfours_games{status}``: the size of each status index, read at scrape time."""
+
+    STATUSES = ("waiting", "active", "finished")
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("allfours_games", "Games by status", labels=["status"])
+        pipe = self.store.r.pipeline(transaction=False)
+        for status in self.STATUSES:
+            pipe.zcard(f"{self.store.p}games:{status}")
+        for status, count in zip(self.STATUSES, pipe.execute()):
+            family.add_metric([status], count)
+        yield family
+
+
+def exposition(store: Store) -> bytes:
+    """The text a scrape gets: every process's metrics (or this one's), then the games."""
+    if os.environ.get(MULTIPROC_ENV):
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    games = CollectorRegistry()
+    games.register(GamesCollector(store))  # type: ignore[arg-type]
+    return generate_latest(registry) + generate_latest(games)
+
+
+T0 = "allfours.t0"  # the WSGI environ key of a request's start (``time.perf_counter``)
+
+
+def install(app: Flask) -> None:
+    """Count every request (route, method, status, latency) and serve ``GET /metrics``
+    (behind ``ARENA_METRICS_TOKEN`` when set)."""
+    from flask import Response, request
+
+    from .problems import Problem
+
+    inner = app.wsgi_app
+    perf_counter = time.perf_counter
+
+    def timed(environ: dict[str, Any], start_response: Any) -> Any:
+        environ[T0] = perf_counter()
+        return inner(environ, start_response)
+
+    app.wsgi_app = timed  # type: ignore[method-assign]
+
+    @app.after_request
+    def _observe(resp: Response) -> Response:
+        rule = request.url_rule
+        t0 = request.environ.get(T0)
+        observe_request(rule.rule if rule is not None else "unmatched", request.method,
+                        resp.status_code, perf_counter() - t0 if t0 is not None else 0.0)
+        return resp
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        expected = app.config.get("ARENA_METRICS_TOKEN") or ""
+        if expected:
+            scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Problem("unauthorized", "send Authorization: Bearer <metrics token>")
+            if not hmac.compare_digest(token.strip().encode(), expected.encode()):
+                raise Problem("forbidden", "this needs the metrics token")
+        body = exposition(app.extensions["arena"].store)
+        return Response(body, mimetype=CONTENT_TYPE_LATEST.split(";")[0],
+                        headers={"Cache-Control": "no-store"})

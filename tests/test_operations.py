@@ -1,0 +1,239 @@
+"""Operations, against the real service: ``allfours serve`` with two gunicorn workers.
+
+- metrics: a scrape of ``/metrics`` after a played game sums both workers' counters
+  (prometheus_client's multiprocess mode) and names routes by URL rule;
+- logs: one JSON line per request, and no token, hidden card or live seed in any line;
+- graceful shutdown: SIGTERM answers open long-polls at once and loses no acknowledged
+  action.
+
+Every HTTP call has a timeout, every loop is bounded, and every process started here is
+stopped (and its children killed) in a finalizer.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from service.embedded_redis import free_port
+from service.engine import CARD_NAMES
+from tests.conftest import REDIS_URL
+from tests.test_serve import descendants, http_status, kill_leftovers, wait_for
+
+HTTP_TIMEOUT = 15.0
+
+
+class Service:
+    """``allfours serve --workers 2`` on the test Redis and key prefix; output to a file."""
+
+    def __init__(self, tmp_path: Path, workers: int = 2, **env: str) -> None:
+        self.port = free_port()
+        self.log = tmp_path / f"service-{self.port}.log"
+        command = [sys.executable, "-m", "service.cli", "serve", "--port", str(self.port),
+                   "--workers", str(workers)]
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(command, env={**os.environ, **env}, stdout=out,
+                                         stderr=out, cwd=tmp_path, start_new_session=True)
+        self.seen: dict[int, str] = {}
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def wait_healthy(self) -> None:
+        def up() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited early:\n{self.output()}")
+            return http_status(self.url("/healthz"), 1) == 200
+
+        wait_for(up, 60, f"/healthz; serve said:\n{self.output()}")
+        self.seen = descendants(self.proc.pid)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        kill_leftovers(self.seen)
+        return self.proc.returncode
+
+
+@pytest.fixture
+def service(tmp_path: Path, key_prefix: str) -> Iterator[Any]:
+    """A factory of two-worker services; all stopped at teardown."""
+    started: list[Service] = []
+
+    def start(**env: str) -> Service:
+        full = {"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                "ARENA_RATE_LIMIT": "0", **env}
+        s = Service(tmp_path, **full)
+        started.append(s)
+        s.wait_healthy()
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+def call(method: str, url: str, token: str | None = None, expect: int | None = 200,
+         **kw: Any) -> requests.Response:
+    """One request on a new connection (so the two workers share the load)."""
+    headers = {**kw.pop("headers", {}), **({"Authorization": f"Bearer {token}"} if token
+                                            else {})}
+    r = requests.request(method, url, headers=headers, timeout=HTTP_TIMEOUT, **kw)
+    if expect is not None:
+        assert r.status_code == expect, (method, url, r.status_code, r.text)
+    return r
+
+
+def new_table(s: Service, players: int = 2, **game: Any) -> tuple[str, list[str], list[str]]:
+    """A game with a bot in every seat: (game id, tokens by seat, bot ids by seat)."""
+    bots = [call("POST", s.url("/bots"), json={"name": f"ops{i}"}, expect=201).json()
+            for i in range(players)]
+    body = {"players": players, "seats": [b["id"] for b in bots], **game}
+    created = call("POST", s.url("/games"), bots[0]["token"], json=body, expect=201).json()
+    return created["id"], [b["token"] for b in bots], [b["id"] for b in bots]
+
+
+def play_out(s: Service, game_id: str, tokens: list[str], rng: random.Random,
+             max_moves: int = 2000) -> list[str]:
+    """Random legal moves until the game is over; the actions applied."""
+    played: list[str] = []
+    view = call("GET", s.url(f"/games/{game_id}")).json()
+    for _ in range(max_moves):
+        if view["status"] == "finished":
+            return played
+        seat = view["turn"]
+        mine = call("GET", s.url(f"/games/{game_id}/turn"), tokens[seat],
+                    params={"timeout": 5}).json()["view"]
+        action = rng.choice(mine["legal_actions"])
+        view = call("POST", s.url(f"/games/{game_id}/actions"), tokens[seat],
+                    json={"action": action, "version": mine["version"]}).json()
+        played.append(action)
+    raise AssertionError("the game did not finish")
+
+
+def scrape(s: Service, token: str | None = None) -> dict[tuple[str, tuple[tuple[str, str], ...]],
+                                                           float]:
+    """The samples of one scrape: (name, sorted labels) -> value."""
+    r = call("GET", s.url("/metrics"), token)
+    assert r.headers["Content-Type"].startswith("text/plain")
+    out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for family in text_string_to_metric_families(r.text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def value(samples: dict, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+# --- metrics ---------------------------------------------------------------------------------
+
+
+def test_metrics_after_a_played_game_sum_both_workers(service, tmp_path: Path) -> None:
+    metrics_dir = tmp_path / "metrics"
+    metrics_dir.mkdir()
+    (metrics_dir / "counter_999999.db").write_bytes(b"stale")  # a crashed run's file
+    s = service(PROMETHEUS_MULTIPROC_DIR=str(metrics_dir), ARENA_METRICS_TOKEN="scrape-me")
+    assert not (metrics_dir / "counter_999999.db").exists()  # cleaned at start
+
+    # the token guards the endpoint
+    assert call("GET", s.url("/metrics"), expect=401).headers["Content-Type"].startswith(
+        "application/problem+json")
+    call("GET", s.url("/metrics"), "wrong", expect=403)
+
+    rng = random.Random(1212)
+    game_id, tokens, _ = new_table(s, seed=4242)
+    played = play_out(s, game_id, tokens, rng)
+
+    # refusals: an action out of turn, a card not held, a stale version, an unknown game
+    other_game, otokens, _ = new_table(s, seed=99)
+    view = call("GET", s.url(f"/games/{other_game}"), otokens[0]).json()
+    turn = view["turn"]
+    mine = call("GET", s.url(f"/games/{other_game}"), otokens[turn]).json()
+    refused = [
+        call("POST", s.url(f"/games/{other_game}/actions"), otokens[1 - turn],
+             json={"action": "stand"}, expect=409),
+        call("POST", s.url(f"/games/{other_game}/actions"), otokens[turn],
+             json={"action": next(c for c in CARD_NAMES if c not in mine["hand"])},
+             expect=409),
+        call("POST", s.url(f"/games/{other_game}/actions"), otokens[turn],
+             json={"action": mine["legal_actions"][0], "version": mine["version"] + 5},
+             expect=409),
+        call("GET", s.url("/games/nosuchgame1"), expect=404),
+    ]
+    kinds = Counter(r.json()["type"].rsplit("/", 1)[1] for r in refused)
+    assert {"not-your-turn", "illegal-action", "version-conflict", "not-found"} <= set(kinds)
+
+    # a move clock that runs out: the sweeper plays the default action
+    timed, _, _ = new_table(s, seed=7, move_limit=0.5)
+    wait_for(lambda: call("GET", s.url(f"/games/{timed}")).json()["version"] > 1, 20,
+             "the move timeout")
+
+    # a long-poll held open while we scrape: the live gauge counts it
+    poll = threading.Thread(target=call, args=("GET", s.url(f"/games/{other_game}/turn"),
+                                               otokens[1 - turn]),
+                            kwargs={"params": {"timeout": 4}}, daemon=True)
+    poll.start()
+    samples: dict = {}
+
+    def polling() -> bool:
+        nonlocal samples
+        samples = scrape(s, "scrape-me")
+        return value(samples, "allfours_open_long_polls") == 1
+
+    wait_for(polling, 3, "the open long-poll in the gauge")
+    poll.join(10)
+
+    samples = scrape(s, "scrape-me")
+    actions_route = "/games/<game_id>/actions"
+    ok = value(samples, "allfours_http_requests_total", route=actions_route, method="POST",
+               status="200")
+    assert ok == len(played)  # every action request, whichever worker answered it
+    assert value(samples, "allfours_actions_applied_total", source="bot") == len(played)
+    assert value(samples, "allfours_actions_applied_total", source="timeout") >= 1
+    assert value(samples, "allfours_move_timeouts_total") >= 1
+    turns = value(samples, "allfours_http_requests_total", route="/games/<game_id>/turn",
+                  method="GET", status="200")
+    assert turns == len(played) + 1
+    assert value(samples, "allfours_http_request_duration_seconds_count", route=actions_route,
+                 method="POST") == len(played) + 3
+    for kind, n in (kinds + Counter(["unauthorized", "forbidden"])).items():
+        assert value(samples, "allfours_problems_total", type=kind) == n, kind
+    assert value(samples, "allfours_http_requests_total", route="/games/<game_id>",
+                 method="GET", status="404") == 1
+    # three games: the one played, the refusals' one, the one the clock plays (it may end)
+    assert value(samples, "allfours_games", status="finished") >= 1
+    assert sum(value(samples, "allfours_games", status=st)
+               for st in ("waiting", "active", "finished")) == 3
+    assert value(samples, "allfours_open_long_polls") == 0
+    assert value(samples, "allfours_open_event_streams") == 0
+    assert value(samples, "allfours_wakeup_latency_seconds_count") > 0
+    # routes are URL rules: no game id, no raw path in any label
+    labels = " ".join(v for (_, ls) in samples for _, v in ls)
+    assert game_id not in labels and "nosuchgame1" not in labels
+    # both workers wrote their own files, and the scrape summed them
+    pids = {m.group(1) for p in metrics_dir.iterdir()
+            if (m := re.search(r"_(\d+)\.db$", p.name))}
+    assert len(pids) >= 2, sorted(p.name for p in metrics_dir.iterdir())
