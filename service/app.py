@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api, metrics, redis_client, web
+from . import api, logs, metrics, redis_client, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import Problem, register_error_handlers
@@ -30,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     "MAX_CONTENT_LENGTH": 16 * 1024,
     "ARENA_METRICS_TOKEN": None,  # set: GET /metrics needs Authorization: Bearer <it>
+    "ARENA_ACCESS_LOG": "1",  # "0": no JSON access line per request
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
@@ -70,6 +71,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     register_error_handlers(app)
     metrics.install(app)  # per-request counters and GET /metrics
+    logs.install(app)  # X-Request-ID and one JSON access line per request
     app.register_blueprint(api.bp)
     app.register_blueprint(web.bp)  # the pages for people: /, /games/{id} (HTML)
     app.register_blueprint(

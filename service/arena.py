@@ -404,13 +404,13 @@ class Arena:
         """
         if wait <= 0:
             return self._act(game_id, bot_id, body, if_match, idem)
-        metrics.LONG_POLLS.inc()
+        metrics.LIVE.polls += 1
         try:
             with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
                 return self._act(game_id, bot_id, body, if_match, idem,
                                  waiter, time.monotonic() + wait, timing)
         finally:
-            metrics.LONG_POLLS.dec()
+            metrics.LIVE.polls -= 1
 
     def _act(
         self,
@@ -495,7 +495,7 @@ class Arena:
             updated=updated,
         )
         if code == 1:
-            metrics.ACTION_BY_BOT.inc()
+            metrics.action_applied()
             self._tell_local_waiters(game_id, int(value),
                                      new_bot if new_bot != old_bot else None)
             self._finished(game, status)
@@ -626,11 +626,11 @@ class Arena:
                 after = game.version
             ready = self._ready_check(bot_id, seat, viewer is not None, after)
             return {"timed_out": not ready(game), "view": self.view(game, bot_id, seat)}
-        metrics.LONG_POLLS.inc()
+        metrics.LIVE.polls += 1
         try:
             return self._wait_turn(game_id, bot_id, seat, after, time.monotonic() + timeout)
         finally:
-            metrics.LONG_POLLS.dec()
+            metrics.LIVE.polls -= 1
 
     def _wait_turn(self, game_id: str, bot_id: str | None, seat: int | None,
                    after: int | None, deadline: float) -> dict[str, Any]:
@@ -759,7 +759,7 @@ class Arena:
             games = self.store.bot_turns(bot_id)
             return {"timed_out": not games, "games": games}
         deadline = time.monotonic() + timeout
-        metrics.LONG_POLLS.inc()
+        metrics.LIVE.polls += 1
         try:
             with self.wakeups.waiter(self.store.bot_turn_channel(bot_id)) as waiter:
                 games = self.store.bot_turns(bot_id)
@@ -771,7 +771,7 @@ class Arena:
                         games = self.store.bot_turns(bot_id)
                 return {"timed_out": False, "games": games}
         finally:
-            metrics.LONG_POLLS.dec()
+            metrics.LIVE.polls -= 1
 
     # --- events and records ----------------------------------------------------------------
 
@@ -807,7 +807,7 @@ class Arena:
 
         def gen() -> Iterator[str]:
             waiter = self.wakeups.waiter(store.game_channel(game_id)).__enter__()
-            metrics.STREAMS.inc()
+            metrics.LIVE.streams += 1
             try:
                 g = store.get_game(game_id) or game
                 state: State | None = None
@@ -838,7 +838,7 @@ class Arena:
                         break
                     g = store.get_game(game_id) or g
             finally:
-                metrics.STREAMS.dec()
+                metrics.LIVE.streams -= 1
                 waiter.__exit__()
 
         return gen()

@@ -34,10 +34,13 @@ timeout = 30
 # retry a cut long-poll, so waiting the full poll length is not worth a slow shutdown.
 graceful_timeout = 5
 keepalive = 5
-# Access logging costs measurable throughput; turn it on with GUNICORN_CMD_ARGS if needed.
+# gunicorn's own access log stays off: the app writes one JSON line per request
+# (``service.logs``; ARENA_ACCESS_LOG=0 turns it off).
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("ARENA_LOG_LEVEL", "info")
+# Every line on stderr is one JSON object: gunicorn's, the app's and the access lines.
+logger_class = "service.logs.GunicornLogger"
 proc_name = "allfours-arena"
 # gunicorn 24+ opens a control socket at one fixed path per user; two services on one
 # machine (tests, the statelessness check, the benchmark) would fight over it. Unused here.
@@ -93,3 +96,12 @@ def on_exit(server: object) -> None:
 
     for path in _made_metrics_dir:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def worker_exit(server: object, worker: object) -> None:
+    """The worker is done serving: write its last second of request tallies."""
+    import sys
+
+    metrics = sys.modules.get("service.metrics")
+    if metrics is not None:
+        metrics.flush()

@@ -8,9 +8,9 @@ the operator named) before any worker starts (``on_starting``), and marks a dead
 gauges dead (``child_exit``). Without the variable (the Flask test client, one process) the same
 metrics live in the process's default registry.
 
-Cheap on the request path by design: the per-request work is one dict lookup of the
-(route, method, status) children, cached after first use, one counter increment and one
-histogram observation. Nothing here reads Redis per request; the games-by-status gauge
+Cheap on the request path by design: a request adds to plain Python tallies, which a
+flusher writes to the metrics once a second (see ``flush``). Nothing here reads Redis per
+request; the games-by-status gauge
 is read from Redis when scraped (``GamesCollector``), which is once per scrape, not per
 change.
 
@@ -22,8 +22,11 @@ format, optionally behind ``ARENA_METRICS_TOKEN``.
 from __future__ import annotations
 
 import hmac
+import logging
 import os
+import threading
 import time
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -72,10 +75,73 @@ STREAMS = Gauge("allfours_open_event_streams", "Open server-sent event streams "
 WAKEUP = Histogram("allfours_wakeup_latency_seconds", "From a game change's commit to "
                    "a process's pub/sub listener hearing it", buckets=WAKEUP_BUCKETS)
 
-# children by label values, so a request costs a dict lookup, not ``labels()``'s checks
-_requests: dict[tuple[str, str, int], tuple[Any, Any]] = {}
-_problems: dict[str, Any] = {}
-ACTION_BY_BOT = ACTIONS.labels("bot")
+# --- the request path: tallies in plain Python, written to the metrics every second ------
+#
+# A prometheus_client value in multiprocess mode is a locked write to a memory-mapped file:
+# a counter increment and a histogram observation cost some 7 us a request. The request
+# path instead adds to plain counters here (a dict lookup and a few additions), and
+# ``flush`` moves the sums into the real metrics: once a second (``start_flusher``), when
+# this process answers a scrape, and when a worker exits. A scrape may therefore miss up
+# to a second of another worker's requests. Under gevent nothing preempts a greenlet
+# between these additions; under real threads (the development server) an increment can
+# rarely be lost to a race, which a metric tolerates.
+
+FLUSH_S = 1.0
+
+
+class _Tally:
+    """Increments of one counter child not yet written to it."""
+
+    __slots__ = ("child", "n")
+
+    def __init__(self, child: Any) -> None:
+        self.child = child
+        self.n = 0.0
+
+
+class _Observations:
+    """Observations of one histogram child not yet written to it."""
+
+    __slots__ = ("bounds", "child", "counts", "total")
+
+    def __init__(self, child: Any, bounds: tuple[float, ...]) -> None:
+        self.child = child
+        self.bounds = bounds  # the finite upper bounds; one more count for +Inf
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    def flush(self) -> None:
+        if not any(self.counts):
+            return
+        counts, self.counts = self.counts, [0] * len(self.counts)
+        total, self.total = self.total, 0.0
+        # a histogram child's own values (prometheus_client keeps one per bucket and the
+        # sum): the one way to add many observations at once
+        for value, n in zip(self.child._buckets, counts):
+            if n:
+                value.inc(n)
+        self.child._sum.inc(total)
+
+
+class _Live:
+    """Requests open now in this process (written to the live gauges on each flush)."""
+
+    __slots__ = ("polls", "streams")
+
+    def __init__(self) -> None:
+        self.polls = 0
+        self.streams = 0
+
+
+LIVE = _Live()
+_requests: dict[tuple[str, str, int], tuple[_Tally, _Observations]] = {}
+_problems: dict[str, _Tally] = {}
+_actions = _Tally(ACTIONS.labels("bot"))
+_wakeups = _Observations(WAKEUP, WAKEUP_BUCKETS)
 ACTION_BY_CLOCK = ACTIONS.labels("timeout")
 
 
@@ -84,24 +150,68 @@ def observe_request(route: str, method: str, status: int, seconds: float) -> Non
     key = (route, method, status)
     pair = _requests.get(key)
     if pair is None:
-        if len(_requests) > 10_000:  # bounded: routes x methods x statuses is small
-            _requests.clear()
-        pair = _requests[key] = (REQUESTS.labels(route, method, str(status)),
-                                 LATENCY.labels(route, method))
-    pair[0].inc()
+        pair = _requests[key] = (_Tally(REQUESTS.labels(route, method, str(status))),
+                                 _Observations(LATENCY.labels(route, method),
+                                               LATENCY_BUCKETS))
+    pair[0].n += 1
     pair[1].observe(seconds)
 
 
 def count_problem(kind: str) -> None:
-    child = _problems.get(kind)
-    if child is None:
-        child = _problems[kind] = PROBLEMS.labels(kind)
-    child.inc()
+    tally = _problems.get(kind)
+    if tally is None:
+        tally = _problems[kind] = _Tally(PROBLEMS.labels(kind))
+    tally.n += 1
+
+
+def action_applied() -> None:
+    _actions.n += 1
 
 
 def observe_wakeup(committed_at: float) -> None:
     """A listener heard a change committed at ``committed_at`` (unix seconds)."""
-    WAKEUP.observe(max(0.0, time.time() - committed_at))
+    _wakeups.observe(max(0.0, time.time() - committed_at))
+
+
+_flush_lock = threading.Lock()
+
+
+def flush() -> None:
+    """Write this process's tallies to its metrics (see above)."""
+    with _flush_lock:
+        tallies = [_actions, *_problems.values()]
+        observations = [_wakeups]
+        for tally, seen in list(_requests.values()):
+            tallies.append(tally)
+            observations.append(seen)
+        for tally in tallies:
+            n, tally.n = tally.n, 0.0
+            if n:
+                tally.child.inc(n)
+        for seen in observations:
+            seen.flush()
+        LONG_POLLS.set(LIVE.polls)
+        STREAMS.set(LIVE.streams)
+
+
+_flusher_pid: list[int] = []
+
+
+def start_flusher() -> None:
+    """Flush every ``FLUSH_S`` seconds in this process (a greenlet under gevent)."""
+    if _flusher_pid and _flusher_pid[0] == os.getpid():
+        return
+    _flusher_pid[:] = [os.getpid()]
+
+    def run() -> None:
+        while True:
+            time.sleep(FLUSH_S)
+            try:
+                flush()
+            except Exception:  # a full disk, say: the metrics wait, requests do not
+                logging.getLogger(__name__).warning("metrics flush failed", exc_info=True)
+
+    threading.Thread(target=run, name="allfours-metrics", daemon=True).start()
 
 
 class GamesCollector:
@@ -131,6 +241,7 @@ def exposition(store: Store) -> bytes:
         multiprocess.MultiProcessCollector(registry)
     else:
         registry = REGISTRY
+    flush()
     games = CollectorRegistry()
     games.register(GamesCollector(store))  # type: ignore[arg-type]
     return generate_latest(registry) + generate_latest(games)
@@ -154,6 +265,7 @@ def install(app: Flask) -> None:
         return inner(environ, start_response)
 
     app.wsgi_app = timed  # type: ignore[method-assign]
+    start_flusher()
 
     @app.after_request
     def _observe(resp: Response) -> Response:

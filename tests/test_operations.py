@@ -12,6 +12,7 @@ stopped (and its children killed) in a finalizer.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -203,11 +205,21 @@ def test_metrics_after_a_played_game_sum_both_workers(service, tmp_path: Path) -
         samples = scrape(s, "scrape-me")
         return value(samples, "allfours_open_long_polls") == 1
 
-    wait_for(polling, 3, "the open long-poll in the gauge")
+    wait_for(polling, 5, "the open long-poll in the gauge")
     poll.join(10)
 
-    samples = scrape(s, "scrape-me")
+    # each worker writes its tallies every second (service.metrics.flush): wait for that
     actions_route = "/games/<game_id>/actions"
+
+    def settled() -> bool:
+        nonlocal samples
+        samples = scrape(s, "scrape-me")
+        return value(samples, "allfours_http_requests_total", route=actions_route,
+                     method="POST", status="200") >= len(played)
+
+    wait_for(settled, 5, "the actions in the metrics")
+    time.sleep(1.5)  # one more flush of every worker: nothing left to add
+    samples = scrape(s, "scrape-me")
     ok = value(samples, "allfours_http_requests_total", route=actions_route, method="POST",
                status="200")
     assert ok == len(played)  # every action request, whichever worker answered it
@@ -237,3 +249,80 @@ def test_metrics_after_a_played_game_sum_both_workers(service, tmp_path: Path) -
     pids = {m.group(1) for p in metrics_dir.iterdir()
             if (m := re.search(r"_(\d+)\.db$", p.name))}
     assert len(pids) >= 2, sorted(p.name for p in metrics_dir.iterdir())
+
+
+# --- logs ------------------------------------------------------------------------------------
+
+# A card as the service writes one ("AS", "TD", "2C"), standing alone, not inside a word.
+CARD = re.compile(r"(?<![A-Za-z0-9])[2-9TJQKA][CDHS](?![A-Za-z0-9])")
+ACCESS_FIELDS = {"ts", "level", "logger", "message", "request_id", "method", "route",
+                 "status", "duration_ms"}
+
+
+def test_one_json_line_per_request_and_no_secret_in_any_line(service) -> None:
+    s = service()
+    seed = random.Random().randrange(10**11, 10**12)  # 12 digits: no accidental match
+    rng = random.Random(seed)
+    game_id, tokens, bots = new_table(s, seed=seed)
+    sent: dict[str, tuple[str, str]] = {}  # request id -> (route, bot id)
+
+    def traced(method: str, path: str, route: str, token: str | None, bot: str | None,
+               **kw: Any) -> requests.Response:
+        rid = f"t-{len(sent):05d}"
+        r = call(method, s.url(path), token, headers={"X-Request-ID": rid}, **kw)
+        assert r.headers["X-Request-ID"] == rid  # taken from the request, returned
+        sent[rid] = (route, bot or "")
+        return r
+
+    # the game as bots play it: every request names cards (hands, actions) and tokens
+    view = call("GET", s.url(f"/games/{game_id}")).json()
+    for _ in range(2000):
+        if view["status"] == "finished":
+            break
+        seat = view["turn"]
+        mine = traced("GET", f"/games/{game_id}", "/games/<game_id>", tokens[seat],
+                      bots[seat]).json()
+        assert mine["hand"] and all(CARD.fullmatch(c) for c in mine["hand"])
+        traced("GET", f"/games/{game_id}/record", "/games/<game_id>/record", tokens[seat],
+               bots[seat])
+        # a refused card (not held) and a good one, both named in the body
+        bad = next(c for c in CARD_NAMES if c not in mine["hand"])
+        traced("POST", f"/games/{game_id}/actions", "/games/<game_id>/actions",
+               tokens[seat], bots[seat], expect=409, json={"action": bad})
+        view = traced("POST", f"/games/{game_id}/actions", "/games/<game_id>/actions",
+                      tokens[seat], bots[seat], params={"wait": 0},
+                      json={"action": rng.choice(mine["legal_actions"])}).json()
+    assert view["status"] == "finished"
+    # a generated id when the client sends none (or an unusable one)
+    plain = call("GET", s.url("/healthz"), headers={"X-Request-ID": "bad id with spaces"})
+    assert re.fullmatch(r"[0-9a-f]+-[0-9a-f]+", plain.headers["X-Request-ID"])
+    s.stop()  # flushes every worker's output
+
+    lines = [ln for ln in s.output().splitlines() if ln.strip()]
+    text = "\n".join(lines)
+    for token in tokens:
+        assert token not in text
+    assert str(seed) not in text
+    cards = CARD.findall(text)
+    assert not cards, cards
+    # the check would see a card or the seed: a view's hand, written as a line would be
+    assert CARD.search(json.dumps({"hand": mine["hand"]}))
+
+    access: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        if line.startswith("allfours serve: "):  # the supervisor's own lines
+            continue
+        entry = json.loads(line)  # every other line is one JSON object
+        assert {"ts", "level", "logger", "message"} <= set(entry), entry
+        if entry["logger"] == "allfours.access":
+            assert set(entry) >= ACCESS_FIELDS, entry
+            assert entry["request_id"] not in access  # one line per request
+            access[entry["request_id"]] = entry
+    for rid, (route, bot) in sent.items():
+        entry = access[rid]
+        assert entry["route"] == route and entry["bot"] == bot
+        assert entry["game"] == game_id
+        assert isinstance(entry["duration_ms"], float) and entry["duration_ms"] >= 0
+        if route != "/games/<game_id>/record" and entry["status"] == 200:
+            assert isinstance(entry["version"], int)
+    assert plain.headers["X-Request-ID"] in access
