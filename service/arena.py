@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 CAS_ATTEMPTS = 50
 KEEPALIVE_S = 5.0
+SHUTDOWN_RETRY_MS = 2000  # the ``retry:`` of a stream ended by a shutdown
 
 
 def status_of(state: State, seats: list[str | None]) -> str:
@@ -216,6 +217,11 @@ class Arena:
         turn = game.state.turn if game.status == ACTIVE else None
         self.wakeups.deliver(channel, GameMessage(version, turn, game.status, game.deadline,
                                                   game.state_json, game.updated))
+
+    def shut_down(self) -> None:
+        """The process is stopping: open long-polls and streams answer now (see
+        ``Wakeups.shut_down``); a commit in flight is not touched and finishes."""
+        self.wakeups.shut_down()
 
     def _finished(self, game: Game, status: str) -> None:
         if status != FINISHED or not game.meta.get("tournament"):
@@ -685,6 +691,9 @@ class Arena:
                 g = self.get(game_id)
                 return g, not ready(g)
             messages = waiter.wait(left)
+            if self.wakeups.closing:  # shutting down: answer now, with the game as it is
+                g = self.get(game_id)
+                return g, not ready(g)
             if not messages:
                 continue
             worth, latest, blind = self._scan(messages, version, held, after)
@@ -769,6 +778,8 @@ class Arena:
                         return {"timed_out": True, "games": []}
                     if waiter.wait(left):
                         games = self.store.bot_turns(bot_id)
+                    if self.wakeups.closing and not games:  # shutting down: answer now
+                        return {"timed_out": True, "games": []}
                 return {"timed_out": False, "games": games}
         finally:
             metrics.LIVE.polls -= 1
@@ -829,7 +840,13 @@ class Arena:
                         return
                     version = g.version
                     while True:
-                        if not waiter.wait(self.keepalive_s):
+                        woken = waiter.wait(self.keepalive_s)
+                        if self.wakeups.closing:
+                            # shutting down: end the stream, saying when to reconnect
+                            # (with Last-Event-ID, to this or another process)
+                            yield f": the server is restarting\nretry: {SHUTDOWN_RETRY_MS}\n\n"
+                            return
+                        if not woken:
                             current = store.get_version(game_id)
                             if current is not None and current != version:
                                 break

@@ -326,3 +326,133 @@ def test_one_json_line_per_request_and_no_secret_in_any_line(service) -> None:
         if route != "/games/<game_id>/record" and entry["status"] == 200:
             assert isinstance(entry["version"], int)
     assert plain.headers["X-Request-ID"] in access
+
+
+# --- graceful shutdown ---------------------------------------------------------------------
+
+
+class Bot:
+    """One bot playing its seats of one game with ``?wait``, recording every action the
+    service acknowledged (200) with the version it was decided on, until told to stop or
+    a request fails (the service went away)."""
+
+    def __init__(self, base: str, game_id: str, token: str, seed: int) -> None:
+        self.base, self.game_id, self.token = base, game_id, token
+        self.rng = random.Random(seed)
+        self.acked: list[tuple[int, str]] = []  # (version decided on, action)
+        self.errors: list[str] = []
+        self.stop = threading.Event()
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {token}"
+
+    def run(self) -> None:
+        try:
+            view = self.session.get(f"{self.base}/games/{self.game_id}",
+                                    timeout=HTTP_TIMEOUT).json()
+            for n in range(5000):
+                if self.stop.is_set() or view["status"] == "finished":
+                    return
+                if not view["your_turn"]:
+                    r = self.session.get(f"{self.base}/games/{self.game_id}/turn",
+                                         params={"timeout": 20}, timeout=30)
+                    if r.status_code != 200:
+                        self.errors.append(f"turn {r.status_code} {r.text[:200]}")
+                        return
+                    view = r.json()["view"]
+                    continue
+                action = self.rng.choice(view["legal_actions"])
+                r = self.session.post(
+                    f"{self.base}/games/{self.game_id}/actions", params={"wait": 20},
+                    headers={"Idempotency-Key": f"{self.token[:8]}-{n}"},
+                    json={"action": action, "version": view["version"]}, timeout=30)
+                if r.status_code == 200:
+                    self.acked.append((view["version"], action))
+                    view = r.json()
+                elif r.status_code >= 500:
+                    self.errors.append(f"act {r.status_code} {r.text[:200]}")
+                    return
+                else:
+                    view = self.session.get(f"{self.base}/games/{self.game_id}",
+                                            timeout=HTTP_TIMEOUT).json()
+        except requests.RequestException:
+            return  # the service went away mid-request: nothing was acknowledged
+
+
+def test_sigterm_answers_waiters_at_once_and_loses_no_acknowledged_action(
+    service, key_prefix: str, redis_client
+) -> None:
+    from service.engine import parse_action
+    from service.store import Store
+
+    s = service()
+    tables = [new_table(s, seed=100 + i) for i in range(4)]
+    bots: list[Bot] = []
+    for t, (game_id, tokens, _) in enumerate(tables):
+        bots += [Bot(s.url(""), game_id, tok, 1000 * t + i) for i, tok in enumerate(tokens)]
+    threads = [threading.Thread(target=b.run, daemon=True) for b in bots]
+    for th in threads:
+        th.start()
+
+    # a spectator long-poll that nothing will answer (a game nobody plays) and an event
+    # stream of it: both must end at once on SIGTERM, not after their 25 s
+    idle, idle_tokens, _ = new_table(s, seed=5)
+    idle_view = call("GET", s.url(f"/games/{idle}")).json()
+    answers: dict[str, Any] = {}
+
+    def long_poll() -> None:
+        r = requests.get(s.url(f"/games/{idle}/turn"),
+                         params={"after": idle_view["version"], "timeout": 25}, timeout=40)
+        answers["poll"] = (time.monotonic(), r.status_code, r.json())
+
+    def bot_turns() -> None:  # the seat not in turn waits for a turn in any game
+        other = idle_tokens[1 - idle_view["turn"]]
+        r = requests.get(s.url("/bots/me/turns"), params={"timeout": 25}, timeout=40,
+                         headers={"Authorization": f"Bearer {other}"})
+        answers["turns"] = (time.monotonic(), r.status_code, r.json())
+
+    def stream() -> None:
+        with requests.get(s.url(f"/games/{idle}/events"), stream=True, timeout=40) as r:
+            text = "".join(chunk for chunk in r.iter_content(None, decode_unicode=True))
+        answers["stream"] = (time.monotonic(), r.status_code, text)
+
+    waiters = [threading.Thread(target=f, daemon=True) for f in (long_poll, bot_turns, stream)]
+    for th in waiters:
+        th.start()
+    # load for a while: every bot has had some actions acknowledged
+    wait_for(lambda: sum(len(b.acked) for b in bots) >= 40, 60, "the bots playing")
+    wait_for(lambda: scrape(s).get(("allfours_open_long_polls", ()), 0) >= 2, 10,
+             "the long-polls open")
+
+    sigterm = time.monotonic()
+    code = s.stop(signal.SIGTERM)
+    stopped = time.monotonic() - sigterm
+    assert code == 0, s.output()[-3000:]
+    for th in [*threads, *waiters]:
+        th.join(30)
+    assert stopped < 10, stopped  # the waiters did not hold the workers to their timeout
+    for name in ("poll", "turns", "stream"):
+        at, status, _ = answers[name]
+        assert status == 200, answers[name]
+        assert at - sigterm < 5, (name, at - sigterm)  # answered on SIGTERM, not at 25 s
+    assert answers["poll"][2]["timed_out"] is True  # nothing happened: the state as it is
+    assert answers["poll"][2]["view"]["version"] == idle_view["version"]
+    assert answers["turns"][2] == {"timed_out": True, "games": []}
+    assert "retry: " in answers["stream"][2].split("\n\n")[-2]  # ends with a retry hint
+    assert "Worker graceful timeout" not in s.output()  # nothing was cut off
+    assert not [e for b in bots for e in b.errors]
+
+    # after a restart, every acknowledged action is in its game, where it was played
+    store = Store(redis_client, key_prefix)
+    total = 0
+    for t, (game_id, _, _) in enumerate(tables):
+        game = store.get_game(game_id)
+        assert game is not None
+        for b in bots[2 * t: 2 * t + 2]:
+            for version, action in b.acked:
+                assert game.actions[version - 1] == parse_action(action), (game_id, version)
+                total += 1
+    assert total >= 40
+    again = service()
+    for game_id, tokens, _ in tables:
+        view = call("GET", again.url(f"/games/{game_id}"), tokens[0]).json()
+        assert view["version"] == 1 + len(store.get_game(game_id).actions)
