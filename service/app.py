@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api, logs, metrics, redis_client, web
+from . import api, metrics, observe, redis_client, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import Problem, register_error_handlers
@@ -70,8 +70,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["tournaments"] = Tournaments(arena)
 
     register_error_handlers(app)
-    metrics.install(app)  # per-request counters and GET /metrics
-    logs.install(app)  # X-Request-ID and one JSON access line per request
+    observe.install(app)  # per request: metrics, X-Request-ID, one JSON access line
+    metrics.install(app)  # GET /metrics
     app.register_blueprint(api.bp)
     app.register_blueprint(web.bp)  # the pages for people: /, /games/{id} (HTML)
     app.register_blueprint(

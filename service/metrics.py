@@ -247,33 +247,14 @@ def exposition(store: Store) -> bytes:
     return generate_latest(registry) + generate_latest(games)
 
 
-T0 = "allfours.t0"  # the WSGI environ key of a request's start (``time.perf_counter``)
-
-
 def install(app: Flask) -> None:
-    """Count every request (route, method, status, latency) and serve ``GET /metrics``
-    (behind ``ARENA_METRICS_TOKEN`` when set)."""
+    """``GET /metrics`` (behind ``ARENA_METRICS_TOKEN`` when set). Requests are counted
+    by ``service.observe``."""
     from flask import Response, request
 
     from .problems import Problem
 
-    inner = app.wsgi_app
-    perf_counter = time.perf_counter
-
-    def timed(environ: dict[str, Any], start_response: Any) -> Any:
-        environ[T0] = perf_counter()
-        return inner(environ, start_response)
-
-    app.wsgi_app = timed  # type: ignore[method-assign]
     start_flusher()
-
-    @app.after_request
-    def _observe(resp: Response) -> Response:
-        rule = request.url_rule
-        t0 = request.environ.get(T0)
-        observe_request(rule.rule if rule is not None else "unmatched", request.method,
-                        resp.status_code, perf_counter() - t0 if t0 is not None else 0.0)
-        return resp
 
     @app.get("/metrics")
     def metrics() -> Response:

@@ -295,7 +295,7 @@ def test_one_json_line_per_request_and_no_secret_in_any_line(service) -> None:
     assert view["status"] == "finished"
     # a generated id when the client sends none (or an unusable one)
     plain = call("GET", s.url("/healthz"), headers={"X-Request-ID": "bad id with spaces"})
-    assert re.fullmatch(r"[0-9a-f]+-[0-9a-f]+", plain.headers["X-Request-ID"])
+    assert re.fullmatch(r"[0-9a-f]+\.[0-9a-f]{6}-[0-9a-f]+", plain.headers["X-Request-ID"])
     s.stop()  # flushes every worker's output
 
     lines = [ln for ln in s.output().splitlines() if ln.strip()]
