@@ -38,6 +38,22 @@ _prefix = ""
 _counter = itertools.count(1)
 
 
+def _new_prefix() -> str:
+    """This process's request id prefix: its pid and a random part (pids repeat across
+    restarts and hosts). Made in each process on first use, so forks get their own."""
+    global _prefix
+    _prefix = f"{os.getpid():x}.{secrets.token_hex(3)}"
+    return _prefix
+
+
+def _forked() -> None:
+    global _prefix
+    _prefix = ""
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def request_id() -> str:
     """The id of the request being served (made on first use)."""
     rid = g.get("request_id")
@@ -46,10 +62,7 @@ def request_id() -> str:
         if given is not None and _CLIENT_ID.fullmatch(given):
             rid = given
         else:
-            global _prefix
-            if not _prefix or not _prefix.startswith(f"{os.getpid():x}."):
-                _prefix = f"{os.getpid():x}.{secrets.token_hex(3)}"
-            rid = f"{_prefix}-{next(_counter):x}"
+            rid = f"{_prefix or _new_prefix()}-{next(_counter):x}"
         g.request_id = rid
     return rid
 
