@@ -40,6 +40,7 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.core import GaugeMetricFamily
+from redis.exceptions import RedisError
 
 if TYPE_CHECKING:
     from flask import Flask, Response
@@ -66,8 +67,9 @@ TIMEOUTS = Counter("allfours_move_timeouts", "Default actions played because a s
                    "move time ran out")
 RATE_LIMITED = Counter("allfours_rate_limited", "Requests refused with 429 by the rate "
                        "limiter")
-REDIS_ERRORS = Counter("allfours_redis_errors", "Redis failures: requests answered 503, "
-                       "and pub/sub listeners that lost their connection", ["where"])
+REDIS_ERRORS = Counter("allfours_redis_errors", "Redis failures: requests answered 503 "
+                       "(request), pub/sub listeners that lost their connection (listener), "
+                       "scrapes that could not count the games (scrape)", ["where"])
 LONG_POLLS = Gauge("allfours_open_long_polls", "Requests waiting for a turn or change "
                    "(/turn, /bots/me/turns, actions with ?wait)", multiprocess_mode="livesum")
 STREAMS = Gauge("allfours_open_event_streams", "Open server-sent event streams "
@@ -227,7 +229,12 @@ class GamesCollector:
         pipe = self.store.r.pipeline(transaction=False)
         for status in self.STATUSES:
             pipe.zcard(f"{self.store.p}games:{status}")
-        for status, count in zip(self.STATUSES, pipe.execute()):
+        try:
+            counts = pipe.execute()
+        except RedisError:  # Redis down: the other metrics matter most now; omit this one
+            REDIS_ERRORS.labels("scrape").inc()
+            return
+        for status, count in zip(self.STATUSES, counts):
             family.add_metric([status], count)
         yield family
 
