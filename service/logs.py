@@ -54,7 +54,7 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(out, default=str).decode()
 
 
-def _current_request_id() -> str | None:
+def _current_request_id() -> Any:
     """The request id of the request being served, for lines logged during it."""
     from flask import has_request_context
 

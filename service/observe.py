@@ -31,7 +31,8 @@ from flask import Flask, Response, g, request
 from . import logs, metrics
 
 REQUEST_ID = "X-Request-ID"
-T0 = "allfours.t0"  # the WSGI environ key of a request's start (``time.perf_counter``)
+T0 = "allfours.t0"  # WSGI environ: the request's start (``time.perf_counter``)
+RID = "allfours.request_id"  # WSGI environ: the request's id
 _CLIENT_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _GAME_ID = re.compile(r"[0-9a-f]{12}")
 _prefix = ""
@@ -54,17 +55,9 @@ def _forked() -> None:
 os.register_at_fork(after_in_child=_forked)
 
 
-def request_id() -> str:
-    """The id of the request being served (made on first use)."""
-    rid = g.get("request_id")
-    if rid is None:
-        given = request.headers.get(REQUEST_ID)
-        if given is not None and _CLIENT_ID.fullmatch(given):
-            rid = given
-        else:
-            rid = f"{_prefix or _new_prefix()}-{next(_counter):x}"
-        g.request_id = rid
-    return rid
+def request_id() -> str | None:
+    """The id of the request being served (for log lines written during it)."""
+    return request.environ.get(RID)
 
 
 def install(app: Flask) -> None:
@@ -72,37 +65,48 @@ def install(app: Flask) -> None:
         "0", "false", "no", "off")
     inner = app.wsgi_app
     perf_counter = time.perf_counter
+    fullmatch = _CLIENT_ID.fullmatch
 
-    def timed(environ: dict[str, Any], start_response: Any) -> Any:
+    def observed(environ: dict[str, Any], start_response: Any) -> Any:
+        """Note the start and the request id, and send the id back with the answer
+        (added to the header list as it goes out: the cheapest place)."""
         environ[T0] = perf_counter()
-        return inner(environ, start_response)
+        rid = environ.get("HTTP_X_REQUEST_ID")
+        if rid is None or not fullmatch(rid):
+            rid = f"{_prefix or _new_prefix()}-{next(_counter):x}"
+        environ[RID] = rid
 
-    app.wsgi_app = timed  # type: ignore[method-assign]
+        def start(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            headers.append((REQUEST_ID, rid))
+            return start_response(status, headers, exc_info)
+
+        return inner(environ, start)
+
+    app.wsgi_app = observed  # type: ignore[method-assign]
 
     @app.after_request
     def _observe(resp: Response) -> Response:
         req = request._get_current_object()  # type: ignore[attr-defined]
         rule = req.url_rule
         route = rule.rule if rule is not None else "unmatched"
-        t0 = req.environ.get(T0)
+        environ = req.environ
+        t0 = environ.get(T0)
         seconds = perf_counter() - t0 if t0 is not None else 0.0
         status = resp.status_code
         metrics.observe_request(route, req.method, status, seconds)
-        rid = request_id()
-        headers = resp.headers
-        headers[REQUEST_ID] = rid
         if not enabled:
             return resp
-        fields: dict[str, Any] = {"request_id": rid, "method": req.method, "route": route,
-                                  "status": status, "duration_ms": round(seconds * 1000, 3)}
-        bot = g.get("bot_id")
+        fields: dict[str, Any] = {"request_id": environ.get(RID), "method": req.method,
+                                  "route": route, "status": status,
+                                  "duration_ms": round(seconds * 1000, 3)}
+        bot = getattr(g._get_current_object(), "bot_id", None)  # type: ignore[attr-defined]
         if bot is not None:
             fields["bot"] = bot
         args = req.view_args
         game = args.get("game_id") if args else None
         if game is not None and _GAME_ID.fullmatch(game):
             fields["game"] = game
-        etag = headers.get("ETag")
+        etag = resp.headers.get("ETag")
         if etag is not None and etag[1:-1].isdigit():  # a game view's version
             fields["version"] = int(etag[1:-1])
         logs.access(fields)
