@@ -105,3 +105,24 @@ def worker_exit(server: object, worker: object) -> None:
     metrics = sys.modules.get("service.metrics")
     if metrics is not None:
         metrics.flush()
+
+
+def worker_int(worker: object) -> None:
+    """Quick stop (SIGINT, SIGQUIT): the worker exits 0.1 s after this. Waking the open
+    long-polls and streams first (as SIGTERM does, ``service.gevent_worker``) lets them
+    answer in that moment rather than be cut off."""
+    from service.gevent_worker import shut_down
+
+    shut_down(worker.wsgi)  # type: ignore[attr-defined]
+
+
+def worker_abort(worker: object) -> None:
+    """gunicorn is killing a worker that missed its heartbeat (``timeout``): say what it
+    was holding, since its clients will see their connections drop."""
+    import sys
+
+    metrics = sys.modules.get("service.metrics")
+    if metrics is not None:
+        worker.log.warning(  # type: ignore[attr-defined]
+            "worker aborted with %d open long-polls and %d open streams",
+            metrics.LIVE.polls, metrics.LIVE.streams)

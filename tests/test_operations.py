@@ -456,3 +456,32 @@ def test_sigterm_answers_waiters_at_once_and_loses_no_acknowledged_action(
     for game_id, tokens, _ in tables:
         view = call("GET", again.url(f"/games/{game_id}"), tokens[0]).json()
         assert view["version"] == 1 + len(store.get_game(game_id).actions)
+
+
+def test_a_quick_stop_still_answers_open_long_polls(service) -> None:
+    """SIGINT to gunicorn: no graceful wait, workers exit 0.1 s after being told
+    (``worker_int``); an open long-poll is answered in that moment, not cut off."""
+    s = service()
+    game_id, tokens, _ = new_table(s, seed=8)
+    view = call("GET", s.url(f"/games/{game_id}")).json()
+    answers: list[tuple[float, int]] = []
+
+    def long_poll() -> None:
+        try:
+            r = requests.get(s.url(f"/games/{game_id}/turn"), timeout=40,
+                             params={"timeout": 25},
+                             headers={"Authorization": f"Bearer {tokens[1 - view['turn']]}"})
+            answers.append((time.monotonic(), r.status_code))
+        except requests.RequestException:
+            answers.append((time.monotonic(), 0))
+
+    poll = threading.Thread(target=long_poll, daemon=True)
+    poll.start()
+    wait_for(lambda: value(scrape(s), "allfours_open_long_polls") == 1, 10,
+             "the long-poll open")
+    arbiter = min(pid for pid, line in descendants(s.proc.pid).items() if "gunicorn" in line)
+    sent = time.monotonic()
+    os.kill(arbiter, signal.SIGINT)
+    poll.join(30)
+    assert answers and answers[0][1] == 200, answers
+    assert answers[0][0] - sent < 5
