@@ -59,6 +59,7 @@ def image() -> Iterator[str]:
     if podman("image", "exists", BASE_IMAGE, check=False).returncode != 0:
         missing(f"no {BASE_IMAGE} base image (bash .ci/container-base makes it)")
     tag = f"localhost/allfours-arena:test-{uuid.uuid4().hex[:8]}"
+    before = set(dangling())
     # docker format: the OCI format has no HEALTHCHECK, and podman would drop it
     built = podman("build", "--format", "docker", "--network=host", "--pull=never",
                    "-t", tag, str(ROOT), timeout=900, check=False)
@@ -67,6 +68,14 @@ def image() -> Iterator[str]:
         yield tag
     finally:
         podman("rmi", "-f", tag, check=False)
+        made = [i for i in dangling() if i not in before]  # the build stage's image
+        if made:
+            podman("rmi", "-f", *made, check=False)
+
+
+def dangling() -> list[str]:
+    out = podman("images", "-q", "--filter", "dangling=true", check=False).stdout
+    return out.split()
 
 
 class Container:
