@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api, limits, redis_client, web
+from . import api, limits, metrics, observe, redis_client, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import register_error_handlers
@@ -31,9 +31,11 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     "ARENA_RETRY_GRACE": RETRY_GRACE_S,  # seconds a finished game's retry memory is kept
     "MAX_CONTENT_LENGTH": 16 * 1024,
+    "ARENA_METRICS_TOKEN": None,  # set: GET /metrics needs Authorization: Bearer <it>
+    "ARENA_ACCESS_LOG": "1",  # "0": no JSON access line per request
 }
 
-_UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs")
+_UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
 
 
 def config_from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
@@ -67,6 +69,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.extensions["tournaments"] = Tournaments(arena)
 
     register_error_handlers(app)
+    observe.install(app)  # per request: metrics, X-Request-ID, one JSON access line
+    metrics.install(app)  # GET /metrics
     app.register_blueprint(api.bp)
     app.register_blueprint(web.bp)  # the pages for people: /, /games/{id} (HTML)
     app.register_blueprint(

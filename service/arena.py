@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import metrics
 from .engine import (
     IllegalAction,
     InvalidVariants,
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 CAS_ATTEMPTS = 50
 KEEPALIVE_S = 5.0
+SHUTDOWN_RETRY_MS = 2000  # the ``retry:`` of a stream ended by a shutdown
 
 
 def status_of(state: State, seats: list[str | None]) -> str:
@@ -193,6 +195,8 @@ class Arena:
             game_id = channel[len(head):-len(tail)]
             msg = game_message(data)
             self.store.games.heard(game_id, msg, generation)
+            if msg is not None and msg.updated is not None:
+                metrics.observe_wakeup(msg.updated)
             told = self._told.get(game_id)
             if told is not None and msg is not None:
                 if msg.version >= told:
@@ -226,6 +230,11 @@ class Arena:
         turn = game.state.turn if game.status == ACTIVE else None
         self.wakeups.deliver(channel, GameMessage(version, turn, game.status, game.deadline,
                                                   game.state_json, game.updated))
+
+    def shut_down(self) -> None:
+        """The process is stopping: open long-polls and streams answer now (see
+        ``Wakeups.shut_down``); a commit in flight is not touched and finishes."""
+        self.wakeups.shut_down()
 
     def _finished(self, game: Game, status: str) -> None:
         if status != FINISHED or not game.meta.get("tournament"):
@@ -449,9 +458,13 @@ class Arena:
         """
         if wait <= 0:
             return self._act(game_id, bot_id, body, if_match, idem)
-        with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
-            return self._act(game_id, bot_id, body, if_match, idem,
-                             waiter, time.monotonic() + wait, timing)
+        metrics.LIVE.polls += 1
+        try:
+            with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
+                return self._act(game_id, bot_id, body, if_match, idem,
+                                 waiter, time.monotonic() + wait, timing)
+        finally:
+            metrics.LIVE.polls -= 1
 
     def _act(
         self,
@@ -541,6 +554,7 @@ class Arena:
             updated=updated,
         )
         if code == 1:
+            metrics.action_applied()
             self._tell_local_waiters(game_id, int(value),
                                      new_bot if new_bot != old_bot else None)
             self._finished(game, status)
@@ -679,6 +693,8 @@ class Arena:
         )
         if code != 1:
             return False
+        metrics.ACTION_BY_CLOCK.inc()
+        metrics.TIMEOUTS.inc()
         game.meta = meta
         self._finished(game, status)
         return True
@@ -703,7 +719,14 @@ class Arena:
                 after = game.version
             ready = self._ready_check(bot_id, seat, viewer is not None, after)
             return {"timed_out": not ready(game), "view": self.view(game, bot_id, seat)}
-        deadline = time.monotonic() + timeout
+        metrics.LIVE.polls += 1
+        try:
+            return self._wait_turn(game_id, bot_id, seat, after, time.monotonic() + timeout)
+        finally:
+            metrics.LIVE.polls -= 1
+
+    def _wait_turn(self, game_id: str, bot_id: str | None, seat: int | None,
+                   after: int | None, deadline: float) -> dict[str, Any]:
         with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
             game = self.get(game_id)
             viewer = self.viewer_seat(game, bot_id, seat)
@@ -756,6 +779,9 @@ class Arena:
                 g = self.get(game_id)
                 return g, not ready(g)
             messages = waiter.wait(left)
+            if self.wakeups.closing:  # shutting down: answer now, with the game as it is
+                g = self.get(game_id)
+                return g, not ready(g)
             if not messages:
                 continue
             worth, latest, blind = self._scan(messages, version, held, after)
@@ -830,15 +856,21 @@ class Arena:
             games = self.store.bot_turns(bot_id)
             return {"timed_out": not games, "games": games}
         deadline = time.monotonic() + timeout
-        with self.wakeups.waiter(self.store.bot_turn_channel(bot_id)) as waiter:
-            games = self.store.bot_turns(bot_id)
-            while not games:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return {"timed_out": True, "games": []}
-                if waiter.wait(left):
-                    games = self.store.bot_turns(bot_id)
-            return {"timed_out": False, "games": games}
+        metrics.LIVE.polls += 1
+        try:
+            with self.wakeups.waiter(self.store.bot_turn_channel(bot_id)) as waiter:
+                games = self.store.bot_turns(bot_id)
+                while not games:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return {"timed_out": True, "games": []}
+                    if waiter.wait(left):
+                        games = self.store.bot_turns(bot_id)
+                    if self.wakeups.closing and not games:  # shutting down: answer now
+                        return {"timed_out": True, "games": []}
+                return {"timed_out": False, "games": games}
+        finally:
+            metrics.LIVE.polls -= 1
 
     # --- events and records ----------------------------------------------------------------
 
@@ -877,6 +909,7 @@ class Arena:
 
         def gen() -> Iterator[str]:
             waiter = self.wakeups.waiter(store.game_channel(game_id)).__enter__()
+            metrics.LIVE.streams += 1
             try:
                 g = store.get_game(game_id) or game
                 state: State | None = None
@@ -898,7 +931,13 @@ class Arena:
                         return
                     version = g.version
                     while True:
-                        if not waiter.wait(self.keepalive_s):
+                        woken = waiter.wait(self.keepalive_s)
+                        if self.wakeups.closing:
+                            # shutting down: end the stream, saying when to reconnect
+                            # (with Last-Event-ID, to this or another process)
+                            yield f": the server is restarting\nretry: {SHUTDOWN_RETRY_MS}\n\n"
+                            return
+                        if not woken:
                             current = store.get_version(game_id)
                             if current is not None and current != version:
                                 break
@@ -907,6 +946,7 @@ class Arena:
                         break
                     g = store.get_game(game_id) or g
             finally:
+                metrics.LIVE.streams -= 1
                 waiter.__exit__()
 
         return gen()

@@ -11,6 +11,10 @@ is done (a response without body bytes) is sent then; ``sendfile`` and ``send`` 
 first. Nothing else changes: streaming responses (SSE) still send each chunk as the app
 yields it — only their first chunk carries the headers.
 
+On SIGTERM (``handle_exit``) the worker also ends its open long-polls and event streams
+at once (``shut_down``): gunicorn would otherwise wait ``graceful_timeout`` for them and
+then cut them off.
+
 Configured in ``service.gunicorn_conf`` as ``worker_class``; gunicorn's own files are not
 touched.
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gevent
 from gunicorn.workers.ggevent import GeventWorker as _GeventWorker
 
 
@@ -61,8 +66,27 @@ class HeldHeaders:
         return getattr(self._sock, name)
 
 
+def shut_down(app: Any) -> None:
+    """The worker was told to stop (SIGTERM): stop the deadline sweeper and answer every
+    open long-poll and stream now (``Arena.shut_down``). Requests in flight, commits
+    included, run to their end; gunicorn stops accepting and waits for them (up to
+    ``graceful_timeout``)."""
+    extensions = getattr(app, "extensions", {})
+    sweeper = extensions.get("sweeper")
+    if sweeper is not None:
+        sweeper.stop(0)
+    arena = extensions.get("arena")
+    if arena is not None:
+        arena.shut_down()
+
+
 class GeventWorker(_GeventWorker):
-    """``gevent`` as gunicorn ships it, with one send per small response."""
+    """``gevent`` as gunicorn ships it, with one send per small response, and a graceful
+    stop that does not wait for long-polls to time out."""
+
+    def handle_exit(self, sig: Any, frame: Any) -> None:
+        super().handle_exit(sig, frame)  # alive = False: the run loop stops accepting
+        gevent.spawn(shut_down, self.wsgi)  # out of the signal handler
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         out = HeldHeaders(sock)

@@ -34,10 +34,13 @@ timeout = 30
 # retry a cut long-poll, so waiting the full poll length is not worth a slow shutdown.
 graceful_timeout = 5
 keepalive = 5
-# Access logging costs measurable throughput; turn it on with GUNICORN_CMD_ARGS if needed.
+# gunicorn's own access log stays off: the app writes one JSON line per request
+# (``service.logs``; ARENA_ACCESS_LOG=0 turns it off).
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("ARENA_LOG_LEVEL", "info")
+# Every line on stderr is one JSON object: gunicorn's, the app's and the access lines.
+logger_class = "service.logs.GunicornLogger"
 proc_name = "allfours-arena"
 # gunicorn 24+ opens a control socket at one fixed path per user; two services on one
 # machine (tests, the statelessness check, the benchmark) would fight over it. Unused here.
@@ -54,3 +57,72 @@ def post_worker_init(worker: object) -> None:
     from service.deadlines import start_sweeper
 
     start_sweeper(worker.wsgi)  # type: ignore[attr-defined]
+
+
+# --- metrics: prometheus_client's multiprocess mode (see service.metrics) ------------------
+_METRICS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+_made_metrics_dir: list[str] = []
+
+
+def on_starting(server: object) -> None:
+    """Before any worker exists: every worker writes its metrics to files in
+    ``$PROMETHEUS_MULTIPROC_DIR`` and a scrape sums them. The operator's directory is
+    emptied of an earlier run's files (their counters would be summed in); without one,
+    a private directory is made (and removed at exit). The workers inherit the variable;
+    nothing here imports prometheus_client, whose mode is fixed when it is first imported."""
+    import tempfile
+
+    path = os.environ.get(_METRICS_ENV)
+    if path:
+        os.makedirs(path, exist_ok=True)
+        for name in os.listdir(path):
+            if name.endswith(".db"):
+                os.unlink(os.path.join(path, name))
+    else:
+        path = tempfile.mkdtemp(prefix="allfours-metrics-")
+        os.environ[_METRICS_ENV] = path
+        _made_metrics_dir.append(path)
+
+
+def child_exit(server: object, worker: object) -> None:
+    """A worker is gone: its open long-polls and streams no longer count."""
+    from prometheus_client import multiprocess  # the variable is set: multiprocess mode
+
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]
+
+
+def on_exit(server: object) -> None:
+    import shutil
+
+    for path in _made_metrics_dir:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def worker_exit(server: object, worker: object) -> None:
+    """The worker is done serving: write its last second of request tallies."""
+    import sys
+
+    metrics = sys.modules.get("service.metrics")
+    if metrics is not None:
+        metrics.flush()
+
+
+def worker_int(worker: object) -> None:
+    """Quick stop (SIGINT, SIGQUIT): the worker exits 0.1 s after this. Waking the open
+    long-polls and streams first (as SIGTERM does, ``service.gevent_worker``) lets them
+    answer in that moment rather than be cut off."""
+    from service.gevent_worker import shut_down
+
+    shut_down(worker.wsgi)  # type: ignore[attr-defined]
+
+
+def worker_abort(worker: object) -> None:
+    """gunicorn is killing a worker that missed its heartbeat (``timeout``): say what it
+    was holding, since its clients will see their connections drop."""
+    import sys
+
+    metrics = sys.modules.get("service.metrics")
+    if metrics is not None:
+        worker.log.warning(  # type: ignore[attr-defined]
+            "worker aborted with %d open long-polls and %d open streams",
+            metrics.LIVE.polls, metrics.LIVE.streams)

@@ -39,6 +39,7 @@ from typing import Any, NoReturn
 
 from flask import Flask, Response, current_app, request
 
+from . import metrics
 from .problems import Problem
 from .store import PendingHit, Store, pending_hit
 
@@ -62,7 +63,8 @@ FUSED = frozenset({"api.act", "api.turn", "api.get_game"})
 
 def reject(detail: str, ttl_ms: int) -> NoReturn:
     """Refuse this request for its rate: 429 with ``Retry-After`` (whole seconds, at least
-    1) — the one place every rate-limit rejection goes through."""
+    1) — the one place every rate-limit rejection goes through (and is counted)."""
+    metrics.RATE_LIMITED.inc()
     raise Problem("rate-limited", detail, headers={"Retry-After": str(_seconds(ttl_ms))})
 
 

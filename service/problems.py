@@ -20,6 +20,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
 from .engine import IllegalAction
+from .metrics import REDIS_ERRORS, count_problem
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger(__name__)
@@ -86,6 +87,7 @@ class Problem(Exception):
 
 def problem_response(problem: Problem) -> Response:
     """The one place a Problem becomes an HTTP response."""
+    count_problem(problem.kind)
     resp = Response(
         json.dumps(problem.body(), separators=(",", ":")),
         status=problem.status,
@@ -148,12 +150,14 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(RedisTimeoutError)
     def _redis_down(exc: RedisError) -> Response:
         log.warning("redis unavailable: %s", exc)
+        REDIS_ERRORS.labels("request").inc()
         return problem_response(Problem("service-unavailable", headers={"Retry-After": "1"}))
 
     @app.errorhandler(Exception)
     def _internal(exc: Exception) -> Response:
         if isinstance(exc, RedisError):
             log.warning("redis error: %s", exc)
+            REDIS_ERRORS.labels("request").inc()
             return problem_response(
                 Problem("service-unavailable", headers={"Retry-After": "1"})
             )

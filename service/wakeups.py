@@ -43,6 +43,8 @@ from typing import Any, NamedTuple
 
 import redis
 
+from .metrics import REDIS_ERRORS
+
 log = logging.getLogger(__name__)
 
 
@@ -125,6 +127,8 @@ class Waiter:
     def wait(self, timeout: float) -> list[bytes | None]:
         """The messages that arrived (``None`` in the list: re-check, something may have
         been missed); an empty list when ``timeout`` passed with none."""
+        if self.hub.closing:  # shutting down: nobody waits any more (see ``shut_down``)
+            return [None]
         generation = self.hub._ensure()
         if generation != self.generation:  # the listener restarted after this waiter's read
             self.generation = generation
@@ -152,6 +156,9 @@ class Wakeups:
         # What it returns, unless None, is delivered to the waiters instead of the raw
         # data (a message parsed once per process, not once per waiter).
         self.on_message: Any = None
+        # Set by ``shut_down``: every wait answers at once, so open long-polls and streams
+        # end with the state as it is and the worker can exit without cutting them off.
+        self.closing = False
         self._reset_process()
 
     def _reset_process(self) -> None:
@@ -273,6 +280,7 @@ class Wakeups:
                 self.deliver(channel, data)
         except Exception as exc:  # the connection broke: everyone re-checks
             log.warning("wake-up listener lost its connection: %s", exc)
+            REDIS_ERRORS.labels("listener").inc()
             with self._lock:
                 if self._generation == generation:
                     self._running = False
@@ -293,6 +301,16 @@ class Wakeups:
             self._running = False
             self._pubsub = None
         return True
+
+    def shut_down(self) -> None:
+        """The process is stopping (SIGTERM): wake every waiter, and let no wait block
+        again. Waiters treat the wake as a reset, re-read, and the callers answer with
+        the state as it is (``Arena``, which checks ``closing``)."""
+        self.closing = True
+        with self._lock:
+            waiters = [w for group in self._waiters.values() for w in group]
+        for w in waiters:
+            w._deliver(None)
 
     def close(self) -> None:
         """Stop listening (tests); waiters still registered are woken with a reset."""

@@ -1,0 +1,278 @@
+"""Prometheus metrics at ``GET /metrics`` (``prometheus_client``).
+
+Under gunicorn every worker is its own process with its own counters, so the client runs
+in its **multiprocess mode**: each process writes its values to memory-mapped files in
+``$PROMETHEUS_MULTIPROC_DIR`` and a scrape, answered by whichever worker gets it, sums the
+files of all of them. ``service.gunicorn_conf`` makes that directory (or empties the one
+the operator named) before any worker starts (``on_starting``), and marks a dead worker's
+gauges dead (``child_exit``). Without the variable (the Flask test client, one process) the same
+metrics live in the process's default registry.
+
+Cheap on the request path by design: a request adds to plain Python tallies, which a
+flusher writes to the metrics once a second (see ``flush``). Nothing here reads Redis per
+request; the games-by-status gauge
+is read from Redis when scraped (``GamesCollector``), which is once per scrape, not per
+change.
+
+Every name is documented in the README ("Operations"). ``/metrics`` is not part of the
+bots' API contract (``openapi.yaml``): it is an operator's endpoint, in Prometheus' text
+format, optionally behind ``ARENA_METRICS_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import threading
+import time
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily
+from redis.exceptions import RedisError
+
+if TYPE_CHECKING:
+    from flask import Flask, Response
+
+    from .store import Store
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+# Request latencies: from well under a millisecond (a cached view) to a full long-poll.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                   2.5, 5.0, 10.0, 30.0)
+# Wake-up latency: commit in one process to the listener of another hearing it.
+WAKEUP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+
+REQUESTS = Counter("allfours_http_requests", "HTTP requests answered, by route (the URL "
+                   "rule, not the raw path), method and status", ["route", "method", "status"])
+LATENCY = Histogram("allfours_http_request_duration_seconds", "Time from the request to "
+                    "its response (for a stream: to its first bytes), by route and method",
+                    ["route", "method"], buckets=LATENCY_BUCKETS)
+PROBLEMS = Counter("allfours_problems", "Problem (error) answers by problem type: "
+                   "conflicts, illegal actions, validation, ...", ["type"])
+ACTIONS = Counter("allfours_actions_applied", "Actions applied to games, by bots "
+                  "(source=bot) or by the move clock (source=timeout)", ["source"])
+TIMEOUTS = Counter("allfours_move_timeouts", "Default actions played because a seat's "
+                   "move time ran out")
+RATE_LIMITED = Counter("allfours_rate_limited", "Requests refused with 429 by the rate "
+                       "limiter")
+REDIS_ERRORS = Counter("allfours_redis_errors", "Redis failures: requests answered 503 "
+                       "(request), pub/sub listeners that lost their connection (listener), "
+                       "scrapes that could not count the games (scrape)", ["where"])
+LONG_POLLS = Gauge("allfours_open_long_polls", "Requests waiting for a turn or change "
+                   "(/turn, /bots/me/turns, actions with ?wait)", multiprocess_mode="livesum")
+STREAMS = Gauge("allfours_open_event_streams", "Open server-sent event streams "
+                "(/games/{id}/events)", multiprocess_mode="livesum")
+WAKEUP = Histogram("allfours_wakeup_latency_seconds", "From a game change's commit to "
+                   "a process's pub/sub listener hearing it", buckets=WAKEUP_BUCKETS)
+
+# --- the request path: tallies in plain Python, written to the metrics every second ------
+#
+# A prometheus_client value in multiprocess mode is a locked write to a memory-mapped file:
+# a counter increment and a histogram observation cost some 7 us a request. The request
+# path instead adds to plain counters here (a dict lookup and a few additions), and
+# ``flush`` moves the sums into the real metrics: once a second (``start_flusher``), when
+# this process answers a scrape, and when a worker exits. A scrape may therefore miss up
+# to a second of another worker's requests. Under gevent nothing preempts a greenlet
+# between these additions; under real threads (the development server) an increment can
+# rarely be lost to a race, which a metric tolerates.
+
+# seconds between flushes; a benchmark that stretches time (valgrind) may raise it
+FLUSH_S = float(os.environ.get("ARENA_METRICS_FLUSH_S") or 1.0)
+
+
+class _Tally:
+    """Increments of one counter child not yet written to it."""
+
+    __slots__ = ("child", "n")
+
+    def __init__(self, child: Any) -> None:
+        self.child = child
+        self.n = 0.0
+
+
+class _Observations:
+    """Observations of one histogram child not yet written to it."""
+
+    __slots__ = ("bounds", "child", "counts", "total")
+
+    def __init__(self, child: Any, bounds: tuple[float, ...]) -> None:
+        self.child = child
+        self.bounds = bounds  # the finite upper bounds; one more count for +Inf
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    def flush(self) -> None:
+        if not any(self.counts):
+            return
+        counts, self.counts = self.counts, [0] * len(self.counts)
+        total, self.total = self.total, 0.0
+        # a histogram child's own values (prometheus_client keeps one per bucket and the
+        # sum): the one way to add many observations at once
+        for value, n in zip(self.child._buckets, counts):
+            if n:
+                value.inc(n)
+        self.child._sum.inc(total)
+
+
+class _Live:
+    """Requests open now in this process (written to the live gauges on each flush)."""
+
+    __slots__ = ("polls", "streams")
+
+    def __init__(self) -> None:
+        self.polls = 0
+        self.streams = 0
+
+
+LIVE = _Live()
+_requests: dict[tuple[str, str, int], tuple[_Tally, _Observations]] = {}
+_problems: dict[str, _Tally] = {}
+_actions = _Tally(ACTIONS.labels("bot"))
+_wakeups = _Observations(WAKEUP, WAKEUP_BUCKETS)
+ACTION_BY_CLOCK = ACTIONS.labels("timeout")
+
+
+def observe_request(route: str, method: str, status: int, seconds: float) -> None:
+    """Count one answered request and its latency."""
+    key = (route, method, status)
+    pair = _requests.get(key)
+    if pair is None:
+        pair = _requests[key] = (_Tally(REQUESTS.labels(route, method, str(status))),
+                                 _Observations(LATENCY.labels(route, method),
+                                               LATENCY_BUCKETS))
+    pair[0].n += 1
+    pair[1].observe(seconds)
+
+
+def count_problem(kind: str) -> None:
+    tally = _problems.get(kind)
+    if tally is None:
+        tally = _problems[kind] = _Tally(PROBLEMS.labels(kind))
+    tally.n += 1
+
+
+def action_applied() -> None:
+    _actions.n += 1
+
+
+def observe_wakeup(committed_at: float) -> None:
+    """A listener heard a change committed at ``committed_at`` (unix seconds)."""
+    _wakeups.observe(max(0.0, time.time() - committed_at))
+
+
+_flush_lock = threading.Lock()
+
+
+def flush() -> None:
+    """Write this process's tallies to its metrics (see above)."""
+    with _flush_lock:
+        tallies = [_actions, *_problems.values()]
+        observations = [_wakeups]
+        for tally, seen in list(_requests.values()):
+            tallies.append(tally)
+            observations.append(seen)
+        for tally in tallies:
+            n, tally.n = tally.n, 0.0
+            if n:
+                tally.child.inc(n)
+        for seen in observations:
+            seen.flush()
+        LONG_POLLS.set(LIVE.polls)
+        STREAMS.set(LIVE.streams)
+
+
+_flusher_pid: list[int] = []
+
+
+def start_flusher() -> None:
+    """Flush every ``FLUSH_S`` seconds in this process (a greenlet under gevent)."""
+    if _flusher_pid and _flusher_pid[0] == os.getpid():
+        return
+    _flusher_pid[:] = [os.getpid()]
+
+    def run() -> None:
+        while True:
+            time.sleep(FLUSH_S)
+            try:
+                flush()
+            except Exception:  # a full disk, say: the metrics wait, requests do not
+                logging.getLogger(__name__).warning("metrics flush failed", exc_info=True)
+
+    threading.Thread(target=run, name="allfours-metrics", daemon=True).start()
+
+
+class GamesCollector:
+    """``allfours_games{status}``: the size of each status index, read at scrape time."""
+
+    STATUSES = ("waiting", "active", "finished")
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("allfours_games", "Games by status", labels=["status"])
+        pipe = self.store.r.pipeline(transaction=False)
+        for status in self.STATUSES:
+            pipe.zcard(f"{self.store.p}games:{status}")
+        try:
+            counts = pipe.execute()
+        except RedisError:  # Redis down: the other metrics matter most now; omit this one
+            REDIS_ERRORS.labels("scrape").inc()
+            return
+        for status, count in zip(self.STATUSES, counts):
+            family.add_metric([status], count)
+        yield family
+
+
+def exposition(store: Store) -> bytes:
+    """The text a scrape gets: every process's metrics (or this one's), then the games."""
+    if os.environ.get(MULTIPROC_ENV):
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry = REGISTRY
+    flush()
+    games = CollectorRegistry()
+    games.register(GamesCollector(store))  # type: ignore[arg-type]
+    return generate_latest(registry) + generate_latest(games)
+
+
+def install(app: Flask) -> None:
+    """``GET /metrics`` (behind ``ARENA_METRICS_TOKEN`` when set). Requests are counted
+    by ``service.observe``."""
+    from flask import Response, request
+
+    from .problems import Problem
+
+    start_flusher()
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        expected = app.config.get("ARENA_METRICS_TOKEN") or ""
+        if expected:
+            scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Problem("unauthorized", "send Authorization: Bearer <metrics token>")
+            if not hmac.compare_digest(token.strip().encode(), expected.encode()):
+                raise Problem("forbidden", "this needs the metrics token")
+        body = exposition(app.extensions["arena"].store)
+        return Response(body, mimetype=CONTENT_TYPE_LATEST.split(";")[0],
+                        headers={"Cache-Control": "no-store"})
