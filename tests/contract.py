@@ -44,9 +44,10 @@ from werkzeug.datastructures import Headers
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_PATH = ROOT / "openapi.yaml"
 
-# Paths served by the app that are not API operations (pages, their files, API docs).
+# Paths served by the app that are not API operations (pages, their files, API docs, and
+# the operators' Prometheus text at /metrics, documented in the README).
 OUTSIDE = re.compile(
-    r"^/(?:$|static/|docs(?:/|$)|openapi\.yaml$|games/[^/]+/(?:replay|play)/?$)"
+    r"^/(?:$|static/|docs(?:/|$)|openapi\.yaml$|metrics$|games/[^/]+/(?:replay|play)/?$)"
 )
 # Where the JSON API and a page share a URL (service/web.py): a browser gets the page.
 PAGES = re.compile(r"^/(?:games|tournaments)/[^/]+/?$")
