@@ -18,19 +18,11 @@ from werkzeug.serving import make_server
 from service.engine import Variants, action_name, apply, legal_actions, new_game
 from tests.contract import CONTRACT, ContractViolation
 from tests.service.conftest import ADMIN_TOKEN
+from tests.service.test_errors import problem
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = yaml.safe_load((ROOT / "openapi.yaml").read_text())
 SCHEMAS = SPEC["components"]["schemas"]
-PJ = "application/problem+json"
-
-
-def problem(resp, status: int, kind: str) -> dict:
-    assert resp.status_code == status, (resp.status_code, resp.get_data(as_text=True))
-    assert resp.mimetype == PJ
-    body = resp.get_json(force=True)
-    assert body["type"] == f"/problems/{kind}"
-    return body
 
 
 def test_the_contract_is_valid_openapi_3_1():
