@@ -11,7 +11,12 @@ What it does, in order:
    config — on a free port, with a freshly generated admin token, the default rate limits
    (sized so that the bundled runners never meet them), and gunicorn's log in a file so
    it cannot tear the progress display. It waits for ``/readyz``.
-2. **The entrants.** One bot account per entrant (``--bots a,b,c``; a strategy named twice
+2. **The entrants.** First the settings are checked against the service's own request
+   schema (``service.schemas.TournamentCreate``: ranges and size limits) and, with
+   ``--server``, by that service (a ``POST /tournaments`` without entrants, which can never
+   create one, answers 403 for a wrong admin token and 422 naming each refused field): a
+   refusal names each option and why, and nothing is registered. Then one bot account per
+   entrant (``--bots a,b,c``; a strategy named twice
    becomes ``heuristic`` and ``heuristic-2``), each with its own token and its own client.
 3. **The tournament**, created through ``POST /tournaments`` with the admin token; the
    service pairs and schedules every game itself. Duplicate deals (``--duplicate``, the
@@ -711,8 +716,25 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
         viewer.close()
 
 
+RANKING_HELP = (
+    "Standings are ranked by, in order (each a tiebreak of the ones before): 1. match "
+    "score (per pairing and round, 1 for winning more of its games, then more points in "
+    "them; 1/2 each if still level; 1 per bye); 2. matchpoints (duplicate deals: 1 for "
+    "every other holder of the same cards with a smaller margin, 1/2 for an equal one); "
+    "3. games won; 4. point difference (for minus against); 5. rating ordinal (mu - 3 "
+    "sigma); 6. bot id. Ratings (OpenSkill) take the games one at a time in slot order, "
+    "whichever table finished first, so the same results give the same ratings; the "
+    "results JSON has each game's place in that order (recorded) and both entrants' "
+    "ratings before and after it (rating). Limits (the service's): 2 to 64 entrants, 1 to "
+    "100 games per pairing and Swiss rounds, at most 1000 games in all; a tournament "
+    "outside them is refused before anything is started or registered, with the reason "
+    "per option."
+)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``allfours tournament`` (the command is wired in ``service.cli``)."""
+    p.epilog = RANKING_HELP
     p.add_argument("--bots", default="random,heuristic,search",
                    help="entrants: comma-separated strategies (random, heuristic, search, or "
                    "package.module:Class); one may appear twice (default %(default)s)")

@@ -5,6 +5,7 @@ tournament, each refused under the field that can bring it within them."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from service import ratings
@@ -98,15 +99,26 @@ def test_ratings_take_the_games_in_slot_order_across_tables(client):
         assert row["rating"] == ratings.shown(rates[row["bot_id"]])
 
 
-def test_every_tiebreak_is_in_the_contract(client):
-    """Issue 16 #4: the standings operation states the whole order."""
+def test_every_tiebreak_is_in_the_contract_the_readme_and_the_command_help(client):
+    """Issue 16 #4: the standings operation, the README and ``allfours tournament --help``
+    state the whole order (as ``service.tournaments.standings`` sorts) and the rating
+    order; the stated limits are the enforced ones."""
+    from service import schemas
     from service.api import get_standings
+    from service.tournament_cli import RANKING_HELP
 
-    text = get_standings.operation.description
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    ranking = readme[readme.index("**Ranking.**"):]
     order = ["score", "matchpoints", "games won", "point difference", "ordinal", "bot id"]
-    places = [text.find(word) for word in order]
-    assert -1 not in places and places == sorted(places), text
-    assert "recorded" in text and "slot order" in text
+    for text in (get_standings.operation.description, ranking, RANKING_HELP):
+        places = [text.find(word) for word in order]
+        assert -1 not in places and places == sorted(places), text
+        assert "recorded" in text and "slot order" in text
+    limits = readme[readme.index("**Limits.**"):]
+    for text in (limits, RANKING_HELP):
+        for number in (schemas.MAX_ENTRANTS, schemas.MAX_GAMES_PER_PAIRING,
+                       schemas.MAX_ROUNDS, schemas.MAX_TOURNAMENT_GAMES):
+            assert str(number) in text
 
 
 # --- size limits (issue 16 #6) -------------------------------------------------------------
