@@ -735,7 +735,8 @@ MAX_ENTRANTS = 64
 MAX_ROUNDS = 100  # swiss
 MAX_GAMES_PER_PAIRING = 100
 # A tournament is one JSON document, read and rewritten whole each time one of its games
-# finishes and served whole by GET /tournaments/{id}: 1000 games keep it near 300 KB.
+# finishes and served whole by GET /tournaments/{id}: about 500 bytes a finished game with
+# its result and rating change, so 1000 games keep it near 0.5 MB.
 MAX_TOURNAMENT_GAMES = 1000
 SIZE_DOC = (
     f"Size limits: 2 to {MAX_ENTRANTS} entrants, 1 to {MAX_ROUNDS} Swiss rounds, 1 to "
@@ -760,9 +761,11 @@ def tournament_games(fmt: str, entrants: int, rounds: int | None, games_per_pair
     return (rounds or default_rounds(entrants)) * (entrants // 2) * games_per_pairing
 
 
-def size_errors(data: dict[str, Any]) -> dict[str, list[str]]:
+def size_errors(data: dict[str, Any], sent: Any = None) -> dict[str, list[str]]:
     """The total-size check of a tournament body, as ``errors`` (empty when it fits): see
-    ``SIZE_DOC`` for which field an error is filed under."""
+    ``SIZE_DOC`` for which field an error is filed under (``sent``: the fields the request
+    gave, default every one in ``data``)."""
+    sent = data if sent is None else sent
     fmt, n = data.get("format"), len(data.get("entrants") or [])
     if fmt not in ("round_robin", "swiss") or n < 2:
         return {}
@@ -776,11 +779,11 @@ def size_errors(data: dict[str, Any]) -> dict[str, list[str]]:
     said = f"{total} games planned ({how}); at most {MAX_TOURNAMENT_GAMES} per tournament"
     errors: dict[str, list[str]] = {}
     tables = n * (n - 1) // 2 if fmt == "round_robin" else n // 2
-    if fmt == "swiss" and rounds is not None and MAX_TOURNAMENT_GAMES // (tables * g) >= 1:
+    if "rounds" in sent and fmt == "swiss" and MAX_TOURNAMENT_GAMES // (tables * g) >= 1:
         errors["rounds"] = [f"{said}: at most {MAX_TOURNAMENT_GAMES // (tables * g)} rounds "
                             f"with {n} entrants and {g} games per pairing"]
     per_round = tables * (shown_rounds if fmt == "swiss" else 1)
-    if "games_per_pairing" in data and MAX_TOURNAMENT_GAMES // per_round >= 1:
+    if "games_per_pairing" in sent and MAX_TOURNAMENT_GAMES // per_round >= 1:
         errors["games_per_pairing"] = [
             f"{said}: at most {MAX_TOURNAMENT_GAMES // per_round} games per pairing with {n} "
             f"entrants" + (f" and {shown_rounds} rounds" if fmt == "swiss" else "")]
@@ -845,8 +848,8 @@ class TournamentCreate(Strict):
     seed = JsonInt(validate=validate.Range(0, 2**63 - 1),
                    metadata={"description": "fixes every deal; random when omitted"})
 
-    @validates_schema
-    def _consistent(self, data: dict, **_: object) -> None:
+    @validates_schema(pass_original=True)
+    def _consistent(self, data: dict, original: Any = None, **_: object) -> None:
         entrants = data.get("entrants") or []
         if len(set(entrants)) != len(entrants):
             raise ValidationError("must be distinct", "entrants")
@@ -856,7 +859,7 @@ class TournamentCreate(Strict):
                                   "games_per_pairing")
         if data.get("rounds") is not None and data.get("format") != "swiss":
             raise ValidationError("only a swiss tournament has a rounds setting", "rounds")
-        too_big = size_errors(data)
+        too_big = size_errors(data, original if isinstance(original, dict) else None)
         if too_big:
             raise ValidationError(too_big)
 

@@ -138,6 +138,12 @@ def test_size_limits_are_refused_under_the_field_that_breaks_them(client):
     errors = refused(client, {"format": "swiss", "entrants": many, "rounds": 100})
     assert set(errors) == {"rounds"}, errors
     assert "at most 15 rounds" in errors["rounds"][0] and "6400 games" in errors["rounds"][0]
+    # fewer games a pairing would fit too, but the body left them at the default
+    errors = refused(client, {"format": "swiss", "entrants": many, "rounds": 20})
+    assert set(errors) == {"rounds"}, errors
+    errors = refused(client, {"format": "swiss", "entrants": many, "rounds": 20,
+                              "games_per_pairing": 2})
+    assert set(errors) == {"rounds", "games_per_pairing"}, errors
     # a 4,032-game round robin: only fewer entrants can make it fit
     errors = refused(client, {"format": "round_robin", "entrants": many,
                               "games_per_pairing": 2})
@@ -162,7 +168,8 @@ def test_the_largest_tournament_allowed_stays_a_small_document(client):
     assert t["progress"]["games_planned"] == 992 <= MAX_TOURNAMENT_GAMES
     store = client.application.extensions["arena"].store
     size = len(store.r.get(f"{store.p}tour:{t['id']}"))
-    # pending slots; a result and a rating change add about 200 bytes a game
-    assert size + 200 * 992 < 450_000, size
     served = len(json.dumps(client.get(f"/tournaments/{t['id']}").json))
-    assert served < 400_000, served
+    print(f"992 games planned: document {size} bytes, detail {served} bytes")
+    # pending slots; a result and a rating change add about 300 bytes a game
+    assert size + 300 * 992 < 600_000, size
+    assert served + 300 * 992 < 700_000, served
