@@ -34,7 +34,9 @@ What it does, in order:
    and a line per entrant (``rich``); ``--quiet`` prints a plain line per finished round
    instead.
 6. **The end**: the standings table (ratings as mu ± sigma and the conservative ordinal
-   mu − 3 sigma) and a JSON file with the settings, every game with its result, the
+   mu − 3 sigma; the ranking order is in ``RANKING_HELP``, shown by ``--help``) and a JSON
+   file with the settings, every game with its result, its place in the rating order
+   (``recorded``) and both entrants' ratings before and after it (``rating``), the
    standings and the rating history.
 
 Whatever happens — success, an error, Ctrl-C, SIGTERM — the runners are stopped and then,
