@@ -5,6 +5,7 @@ prefix of its own, so the bot accounts it holds can be counted."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -106,3 +107,5 @@ def test_a_refused_tournament_registers_nobody_on_a_running_service(
                          str(tmp_path / "ok.json")], tmp_path)
     assert ok.returncode == 0, ok.stderr
     assert registered(redis_client, key_prefix) == 2
+    (game,) = json.loads((tmp_path / "ok.json").read_text())["games"]
+    assert game["recorded"] == 1 and [r["bot_id"] for r in game["rating"]] == game["teams"]
