@@ -560,10 +560,19 @@ def get_tournament(tournament_id: str) -> Response:
 @bp.get("/tournaments/<tournament_id>/standings")
 @operation(
     summary="Standings and ratings, with the rating history per round",
-    description="Ranked by match score, matchpoints (duplicate deals compared across "
-    "tables), games won, point difference, rating ordinal, then bot id. "
+    description="Ranked by, in order (each a tiebreak of the ones before, higher first): "
+    "1. match score (per pairing and round 1 for winning more of its games, then more "
+    "points in them; 0.5 each if still level; 1 per bye); 2. matchpoints (duplicate deals "
+    "compared across tables); 3. games won; 4. point difference (points for minus "
+    "against); 5. rating ordinal (mu - 3 sigma); 6. bot id, ascending (the only key that "
+    "cannot tie). "
     "Ratings are OpenSkill (Plackett-Luce), one per bot (in a 4-player game the two seats "
-    "of an entrant are one player), shown as mu, sigma and ordinal = mu - 3 sigma.",
+    "of an entrant are one player), shown as mu, sigma and ordinal = mu - 3 sigma. They "
+    "take the games one at a time in slot order (whichever table finished first), each a "
+    "win of one entrant over the other, so the same results always give the same "
+    "ratings; `GET /tournaments/{id}` shows each game's place in that order (`recorded`) "
+    "and both entrants' ratings before and after it (`rating`), enough to recompute "
+    "every rating here.",
     tags=("tournaments",),
     response=s.Standings,
     errors=(404,),

@@ -7,6 +7,9 @@ Response schemas shape what leaves the service and are the source of ``openapi.y
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from .engine import Variants, parse_action
@@ -728,6 +731,73 @@ class ProblemSchema(Out):
 
 # --- tournaments ----------------------------------------------------------------------------
 
+MAX_ENTRANTS = 64
+MAX_ROUNDS = 100  # swiss
+MAX_GAMES_PER_PAIRING = 100
+# A tournament is one JSON document, read and rewritten whole each time one of its games
+# finishes and served whole by GET /tournaments/{id}: about 500 bytes a finished game with
+# its result and rating change, so 1000 games keep it near 0.5 MB.
+MAX_TOURNAMENT_GAMES = 1000
+SIZE_DOC = (
+    f"Size limits: 2 to {MAX_ENTRANTS} entrants, 1 to {MAX_ROUNDS} Swiss rounds, 1 to "
+    f"{MAX_GAMES_PER_PAIRING} games per pairing, and at most {MAX_TOURNAMENT_GAMES} games "
+    "in all (round robin: entrants × (entrants − 1) / 2 × games_per_pairing; Swiss: rounds × "
+    "floor(entrants / 2) × games_per_pairing). A tournament over that total is refused (422) "
+    "with the error under the fields sent that can bring it within the limit — rounds, "
+    "games_per_pairing — each saying how far, or under entrants when only fewer entrants can"
+)
+
+
+def default_rounds(entrants: int) -> int:
+    """A Swiss tournament's rounds when not given: enough to separate the entrants."""
+    return max(1, math.ceil(math.log2(entrants)))
+
+
+def tournament_games(fmt: str, entrants: int, rounds: int | None, games_per_pairing: int
+                     ) -> int:
+    """How many games a tournament plans (a bye is no game)."""
+    if fmt == "round_robin":
+        return entrants * (entrants - 1) // 2 * games_per_pairing
+    return (rounds or default_rounds(entrants)) * (entrants // 2) * games_per_pairing
+
+
+def size_errors(data: dict[str, Any], sent: Any = None) -> dict[str, list[str]]:
+    """The total-size check of a tournament body, as ``errors`` (empty when it fits): see
+    ``SIZE_DOC`` for which field an error is filed under (``sent``: the fields the request
+    gave, default every one in ``data``)."""
+    sent = data if sent is None else sent
+    fmt, n = data.get("format"), len(data.get("entrants") or [])
+    if fmt not in ("round_robin", "swiss") or n < 2:
+        return {}
+    g, rounds = data.get("games_per_pairing", 2), data.get("rounds")
+    total = tournament_games(fmt, n, rounds, g)
+    if total <= MAX_TOURNAMENT_GAMES:
+        return {}
+    shown_rounds = rounds or default_rounds(n)
+    how = (f"{n} entrants × {n - 1} / 2 pairings × {g} games per pairing" if fmt == "round_robin"
+           else f"{shown_rounds} rounds × {n // 2} tables × {g} games per pairing")
+    said = f"{total} games planned ({how}); at most {MAX_TOURNAMENT_GAMES} per tournament"
+    errors: dict[str, list[str]] = {}
+    tables = n * (n - 1) // 2 if fmt == "round_robin" else n // 2
+    if "rounds" in sent and fmt == "swiss" and MAX_TOURNAMENT_GAMES // (tables * g) >= 1:
+        errors["rounds"] = [f"{said}: at most {MAX_TOURNAMENT_GAMES // (tables * g)} rounds "
+                            f"with {n} entrants and {g} games per pairing"]
+    per_round = tables * (shown_rounds if fmt == "swiss" else 1)
+    if "games_per_pairing" in sent and MAX_TOURNAMENT_GAMES // per_round >= 1:
+        errors["games_per_pairing"] = [
+            f"{said}: at most {MAX_TOURNAMENT_GAMES // per_round} games per pairing with {n} "
+            f"entrants" + (f" and {shown_rounds} rounds" if fmt == "swiss" else "")]
+    if errors:
+        return errors
+    most = max((m for m in range(2, n)
+                if tournament_games(fmt, m, rounds, g) <= MAX_TOURNAMENT_GAMES), default=None)
+    if most is None:  # large rounds and games_per_pairing, both sent: either must shrink
+        return {f: [f"{said}: fewer rounds or games per pairing"]
+                for f in ("rounds", "games_per_pairing")}
+    return {"entrants": [f"{said}: at most {most} entrants with {g} games per pairing"
+                         + (f" and {rounds} rounds" if rounds else "")]}
+
+
 
 class TournamentCreate(Strict):
     name = fields.Str(validate=[validate.Length(1, 60), validate.Regexp(r"^[A-Za-z0-9 ._-]+$")],
@@ -736,16 +806,19 @@ class TournamentCreate(Strict):
     entrants = fields.List(
         fields.Str(validate=validate.Regexp(ID_PATTERN)),
         required=True,
-        validate=validate.Length(2, 64),
-        metadata={"description": "registered bot ids, distinct; the order seeds Swiss round 1",
+        validate=validate.Length(2, MAX_ENTRANTS, error=f"a tournament takes 2 to "
+                                 f"{MAX_ENTRANTS} entrants"),
+        metadata={"description": "registered bot ids, distinct (2 to "
+                  f"{MAX_ENTRANTS}); the order seeds Swiss round 1. " + SIZE_DOC,
                   "uniqueItems": True},
     )
     players = JsonInt(validate=validate.OneOf([2, 4]), load_default=2,
                       metadata={"description": "4: each entrant holds both seats of its team"})
     games_per_pairing = JsonInt(
-        validate=validate.Range(1, 100), load_default=2,
+        validate=validate.Range(1, MAX_GAMES_PER_PAIRING), load_default=2,
         metadata={"description": "games each pairing plays per round, each a different deal "
-                  "(even with trusted duplicate twins)"},
+                  f"(even with trusted duplicate twins); 1 to {MAX_GAMES_PER_PAIRING}, and "
+                  f"the tournament at most {MAX_TOURNAMENT_GAMES} games in all"},
     )
     duplicate = StrictBool(
         allow_none=True, load_default=None,
@@ -763,8 +836,10 @@ class TournamentCreate(Strict):
                   "swapped, so each entrant holds its opponent's cards in the twin. Only for "
                   "bots you trust not to use what one game showed in the other"},
     )
-    rounds = JsonInt(validate=validate.Range(1, 100),
-                     metadata={"description": "swiss only; default ceil(log2(entrants))"})
+    rounds = JsonInt(validate=validate.Range(1, MAX_ROUNDS),
+                     metadata={"description": f"swiss only; default ceil(log2(entrants)); 1 to "
+                               f"{MAX_ROUNDS}, and the tournament at most "
+                               f"{MAX_TOURNAMENT_GAMES} games in all"})
     variants = fields.Nested(VariantsIn, metadata={"description": "house rules"})
     move_limit = JsonNumber(validate=validate.Range(0.5, 3600),
                             metadata={"description": TIMEOUT_DOC})
@@ -773,8 +848,8 @@ class TournamentCreate(Strict):
     seed = JsonInt(validate=validate.Range(0, 2**63 - 1),
                    metadata={"description": "fixes every deal; random when omitted"})
 
-    @validates_schema
-    def _consistent(self, data: dict, **_: object) -> None:
+    @validates_schema(pass_original=True)
+    def _consistent(self, data: dict, original: Any = None, **_: object) -> None:
         entrants = data.get("entrants") or []
         if len(set(entrants)) != len(entrants):
             raise ValidationError("must be distinct", "entrants")
@@ -784,6 +859,9 @@ class TournamentCreate(Strict):
                                   "games_per_pairing")
         if data.get("rounds") is not None and data.get("format") != "swiss":
             raise ValidationError("only a swiss tournament has a rounds setting", "rounds")
+        too_big = size_errors(data, original if isinstance(original, dict) else None)
+        if too_big:
+            raise ValidationError(too_big)
 
 
 class TournamentSettings(Out):
@@ -842,10 +920,21 @@ class TournamentGame(Out):
     hands_won = fields.List(fields.Int(), required=True, allow_none=True)
     timeouts = fields.List(fields.Int(), required=True, allow_none=True)
     recorded = fields.Int(required=True, allow_none=True, metadata={
-        "description": "the order in which its result was recorded (1, 2, ...): ratings are "
-        "updated game by game in this order; a deal's games are recorded together once "
-        "every table of the deal has finished (until then the result, like the seed, is "
-        "null)"})
+        "description": "its place (1, 2, ...) in the order the ratings took the results: "
+        "slot order, whichever table finished first, so the ratings depend on the results "
+        "alone. A result is shown once every table of its deal has finished (until then it "
+        "is null, like the seed) and enters the ratings once every earlier slot's has; "
+        "null until then"})
+    rating = fields.List(fields.Nested(lambda: GameRating()), required=True, allow_none=True,
+                         metadata={"description": "per team (as in teams), the entrant's "
+                                   "tournament rating before and after this game; null "
+                                   "until it is rated (see recorded)"})
+
+
+class GameRating(Out):
+    bot_id = fields.Str(required=True)
+    before = fields.Nested(lambda: RatingOut(), required=True)
+    after = fields.Nested(lambda: RatingOut(), required=True)
 
 
 class TournamentRound(Out):
@@ -875,7 +964,10 @@ class RatingOut(Out):
 
 
 class StandingRow(Out):
-    rank = fields.Int(required=True)
+    rank = fields.Int(required=True, metadata={
+        "description": "1 is best: by score, then matchpoints, games won, point difference "
+        "(points_for - points_against), rating ordinal (all higher first), then bot id "
+        "(ascending)"})
     bot_id = fields.Str(required=True)
     bot_name = fields.Str(required=True)
     score = fields.Float(required=True, metadata={

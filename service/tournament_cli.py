@@ -11,7 +11,12 @@ What it does, in order:
    config — on a free port, with a freshly generated admin token, the default rate limits
    (sized so that the bundled runners never meet them), and gunicorn's log in a file so
    it cannot tear the progress display. It waits for ``/readyz``.
-2. **The entrants.** One bot account per entrant (``--bots a,b,c``; a strategy named twice
+2. **The entrants.** First the settings are checked against the service's own request
+   schema (``service.schemas.TournamentCreate``: ranges and size limits) and, with
+   ``--server``, by that service (a ``POST /tournaments`` without entrants, which can never
+   create one, answers 403 for a wrong admin token and 422 naming each refused field): a
+   refusal names each option and why, and nothing is registered. Then one bot account per
+   entrant (``--bots a,b,c``; a strategy named twice
    becomes ``heuristic`` and ``heuristic-2``), each with its own token and its own client.
 3. **The tournament**, created through ``POST /tournaments`` with the admin token; the
    service pairs and schedules every game itself. Duplicate deals (``--duplicate``, the
@@ -29,7 +34,9 @@ What it does, in order:
    and a line per entrant (``rich``); ``--quiet`` prints a plain line per finished round
    instead.
 6. **The end**: the standings table (ratings as mu ± sigma and the conservative ordinal
-   mu − 3 sigma) and a JSON file with the settings, every game with its result, the
+   mu − 3 sigma; the ranking order is in ``RANKING_HELP``, shown by ``--help``) and a JSON
+   file with the settings, every game with its result, its place in the rating order
+   (``recorded``) and both entrants' ratings before and after it (``rating``), the
    standings and the rating history.
 
 Whatever happens — success, an error, Ctrl-C, SIGTERM — the runners are stopped and then,
@@ -111,6 +118,95 @@ def check_duplicate(args: argparse.Namespace, entrants: int) -> None:
     if args.trusted and args.duplicate is not False and args.games % 2:
         raise TournamentCliError(f"--games {args.games} is odd: trusted duplicate deals "
                                  "come in twins (each deal twice, the teams swapped)")
+
+
+# each field of the service's TournamentCreate, as this command's option
+OPTION_OF = {"entrants": "--bots", "games_per_pairing": "--games", "rounds": "--rounds",
+             "players": "--players", "parallel": "--parallel", "move_limit": "--move-limit",
+             "variants": "--variant", "name": "--name", "seed": "--seed",
+             "duplicate": "--duplicate", "trusted": "--trusted", "format": "--format"}
+
+
+def tournament_settings(args: argparse.Namespace, variants: dict[str, Any]) -> dict[str, Any]:
+    """The body of ``POST /tournaments`` but for its entrants and format."""
+    settings: dict[str, Any] = {
+        "name": args.name, "players": args.players, "games_per_pairing": args.games,
+        "parallel": args.parallel,
+    }
+    if args.duplicate is not None:  # omitted: the service's default, where possible
+        settings["duplicate"] = args.duplicate
+    if args.trusted:
+        settings["trusted"] = True
+    if variants:
+        settings["variants"] = variants
+    if args.move_limit is not None:
+        settings["move_limit"] = args.move_limit
+    if args.rounds is not None:
+        settings["rounds"] = args.rounds
+    if args.seed is not None:
+        settings["seed"] = args.seed
+    return settings
+
+
+def _reasons(errors: dict[str, Any], body: dict[str, Any], prefix: str = "") -> list[str]:
+    """``errors`` of a 422 (field → messages, nested for variants) as lines naming this
+    command's options and what was given."""
+    lines = []
+    for field, said in errors.items():
+        if isinstance(said, dict):
+            lines += _reasons(said, body.get(field) or {}, f"{prefix}{field}.")
+            continue
+        name = prefix + str(field)
+        option = OPTION_OF.get(name, f"--variant {name.split('.', 1)[-1]}" if prefix else name)
+        value = body.get(field)
+        given = (f" ({len(value)} entrants)" if name == "entrants" and value is not None
+                 else f" {value}" if isinstance(value, (int, float, str)) else "")
+        for message in said if isinstance(said, list) else [said]:
+            lines.append(f"  {option}{given}: {message}")
+    return lines
+
+
+def refusal(errors: dict[str, Any], body: dict[str, Any], before: bool = True
+            ) -> TournamentCliError:
+    head = ("the service would refuse this tournament; nothing was started or registered:"
+            if before else "the service refused the tournament:")
+    return TournamentCliError("\n".join([head, *_reasons(errors, body)]))
+
+
+def check_settings(fmt: str, entrants: int, settings: dict[str, Any]) -> None:
+    """Refuse, before anything is started or registered, what the service would refuse:
+    the body is checked by the service's own request schema (``TournamentCreate``: every
+    field's range and the size limits — entrants, rounds, games per pairing, total games)
+    with stand-in entrant ids."""
+    from marshmallow import ValidationError
+
+    from .schemas import TournamentCreate
+
+    body = {**settings, "format": fmt, "entrants": [f"{i:012x}" for i in range(entrants)]}
+    try:
+        TournamentCreate().load(body)
+    except ValidationError as exc:
+        raise refusal(exc.normalized_messages(), body) from None
+
+
+def check_with_service(viewer: Any, admin_token: str, fmt: str,
+                       settings: dict[str, Any]) -> None:
+    """Before registering anyone, ask the service itself: ``POST /tournaments`` with no
+    entrants can never create a tournament, and answers 403 for a wrong admin token or 422
+    naming every field it refuses — ``entrants`` (none given) and any other, by the
+    limits of that service, which may be another version than this command."""
+    from clients.api import ArenaError
+
+    try:
+        viewer.create_tournament([], fmt, admin_token=admin_token, **settings)
+    except ArenaError as exc:
+        if exc.status == 422 and exc.errors is not None:
+            others = {k: v for k, v in exc.errors.items() if k != "entrants"}
+            if others:
+                raise refusal(others, settings) from None
+            return
+        raise TournamentCliError(f"{viewer.base_url}: {exc}; nothing was registered") from None
+    raise TournamentCliError("the service created a tournament without entrants")
 
 
 def build_strategy(spec: str, move_time: float) -> Any:
@@ -505,6 +601,7 @@ def run(args: argparse.Namespace, variants: dict[str, Any]) -> int:
         pairs = parse_bots(args.bots)
         strategies = {name: build_strategy(spec, args.move_time) for name, spec in pairs}
         check_duplicate(args, len(pairs))
+        check_settings(fmt, len(pairs), tournament_settings(args, variants))
         _setup_logging(console, args.quiet)
         if args.server:
             server = args.server.rstrip("/")
@@ -554,32 +651,21 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
     from clients.api import ArenaClient, ArenaError
 
     viewer = ArenaClient(server)
+    settings = tournament_settings(args, variants)
     try:
         try:
             viewer.readyz()
+            check_with_service(viewer, admin_token, fmt, settings)
             for name, spec in pairs:
                 client = ArenaClient(server, pool_size=max(16, args.workers * 2))
                 entrants.append(Entrant(name, spec, client=client))
                 entrants[-1].bot_id = client.register(name).id
-            settings: dict[str, Any] = {
-                "name": args.name, "players": args.players, "games_per_pairing": args.games,
-                "parallel": args.parallel,
-            }
-            if args.duplicate is not None:  # omitted: the service's default, where possible
-                settings["duplicate"] = args.duplicate
-            if args.trusted:
-                settings["trusted"] = True
-            if variants:
-                settings["variants"] = variants
-            if args.move_limit is not None:
-                settings["move_limit"] = args.move_limit
-            if args.rounds is not None:
-                settings["rounds"] = args.rounds
-            if args.seed is not None:
-                settings["seed"] = args.seed
             tour = viewer.create_tournament([e.bot_id for e in entrants], fmt,
                                             admin_token=admin_token, **settings)
         except ArenaError as exc:
+            if exc.status == 422 and exc.errors:
+                raise refusal(exc.errors, {**settings, "entrants": pairs},
+                              before=False) from exc
             raise TournamentCliError(f"{server}: {exc}") from exc
         started = time.time()
         _say(f"tournament {tour.id}: {fmt.replace('_', ' ')}, {len(entrants)} entrants, "
@@ -632,8 +718,25 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
         viewer.close()
 
 
+RANKING_HELP = (
+    "Standings are ranked by, in order (each a tiebreak of the ones before): 1. match "
+    "score (per pairing and round, 1 for winning more of its games, then more points in "
+    "them; 1/2 each if still level; 1 per bye); 2. matchpoints (duplicate deals: 1 for "
+    "every other holder of the same cards with a smaller margin, 1/2 for an equal one); "
+    "3. games won; 4. point difference (for minus against); 5. rating ordinal (mu - 3 "
+    "sigma); 6. bot id. Ratings (OpenSkill) take the games one at a time in slot order, "
+    "whichever table finished first, so the same results give the same ratings; the "
+    "results JSON has each game's place in that order (recorded) and both entrants' "
+    "ratings before and after it (rating). Limits (the service's): 2 to 64 entrants, 1 to "
+    "100 games per pairing and Swiss rounds, at most 1000 games in all; a tournament "
+    "outside them is refused before anything is started or registered, with the reason "
+    "per option."
+)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``allfours tournament`` (the command is wired in ``service.cli``)."""
+    p.epilog = RANKING_HELP
     p.add_argument("--bots", default="random,heuristic,search",
                    help="entrants: comma-separated strategies (random, heuristic, search, or "
                    "package.module:Class); one may appear twice (default %(default)s)")

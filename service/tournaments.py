@@ -94,15 +94,22 @@ byes; the match score — per pairing per round, 1 to the entrant who won more o
 comparison, **matchpoints**: for each deal played at several tables, on each team, every
 entrant that held those cards is compared with every other that held them: 1 for a
 larger margin (its final score minus its opponent's), ½ for an equal one, 0 for a
-smaller; ``comparisons`` counts them (the most it could have scored). Order: score,
-matchpoints, games won, point difference, rating ordinal, bot id.
+smaller; ``comparisons`` counts them (the most it could have scored). Order, each key a
+tiebreak of the ones before: score, matchpoints, games won, point difference (points for
+minus against), all higher first; then rating ordinal (higher first), which can separate
+entrants whose results mirror each other; then bot id (ascending), which cannot tie.
 
 **Ratings** stay OpenSkill over game results (``service.ratings``: each game a win of one
 entrant over the other; the duplicate comparison does not enter them), updated once per
-recorded game, in the order games are recorded — published as each game's ``recorded``
-(1, 2, ...) — both per tournament and on the global leaderboard. A deal's games are
-recorded together when its last table finishes, in slot order, so a rating never moves
-on a result that is still embargoed.
+game, both per tournament and on the global leaderboard. Sequential updates depend on
+their order (two mirrored results, A then B or B then A, leave different ratings), so the
+order is fixed: **slot order**, never the order the tables happened to finish. A deal's
+games are recorded (their results shown) together when its last table finishes, so a
+rating never moves on a result that is still embargoed; a recorded result then enters the
+ratings once every earlier slot's has (``_rate_in_slot_order``). Each game publishes its
+place in that order, ``recorded`` (1, 2, ... — equal to slot + 1), and both entrants'
+ratings before and after it, so anyone can recompute every rating from the tournament's
+detail alone (``tests/service/test_tournament_order_and_limits.py`` does).
 """
 
 from __future__ import annotations
@@ -123,6 +130,7 @@ from .arena import ACTIVE, FINISHED, Arena, deadline_for, embargo_key, status_of
 from .engine import Variants, build_record, new_game, team_of
 from .engine.game import MAX_SEED
 from .problems import Problem
+from .schemas import MAX_TOURNAMENT_GAMES, size_errors
 from .store import Game
 
 log = logging.getLogger(__name__)
@@ -132,7 +140,7 @@ RUNNING = "running"
 PENDING, LIVE, DONE = "pending", "live", "done"
 TABLES, TWINS, SINGLE = "tables", "twins", "single"  # how deals are shared: deal_mode
 ATTEMPTS = 200
-MAX_GAMES = 5000  # per tournament: keeps the document (and a listing) small
+MAX_GAMES = MAX_TOURNAMENT_GAMES  # per tournament: keeps the document small
 
 
 # --- pairing (pure) ------------------------------------------------------------------------
@@ -429,10 +437,9 @@ class Tournaments:
             "seed": body["seed"] if body.get("seed") is not None
             else secrets.randbelow(MAX_SEED + 1),
         }
-        total = planned_games(settings, n)
-        if total > MAX_GAMES:
-            msg = f"{total} games planned; at most {MAX_GAMES} per tournament"
-            raise Problem("validation", msg, errors={"games_per_pairing": [msg]})
+        too_big = size_errors(body)  # TournamentCreate refuses it first (the contract)
+        if too_big:
+            raise Problem("validation", next(iter(too_big.values()))[0], errors=too_big)
         tid = secrets.token_hex(6)
         doc: dict[str, Any] = {
             "id": tid,
@@ -575,12 +582,34 @@ class Tournaments:
                 result: dict[str, Any], lb_updates: dict[str, dict[str, Any]]) -> None:
         slot["status"] = DONE
         slot["result"] = result
-        doc["recorded"] += 1
-        slot["recorded"] = doc["recorded"]  # the order ratings took the results in
+        self._rate_in_slot_order(pipe, doc, lb_updates)
+
+    def _rate_in_slot_order(self, pipe: Any, doc: dict[str, Any],
+                            lb_updates: dict[str, dict[str, Any]]) -> None:
+        """Apply to the ratings every recorded result whose earlier slots all have been:
+        ratings take the games in slot order, whichever table finished first, so they
+        are a function of the results alone. Each game keeps its place in that order
+        (``recorded``) and both entrants' ratings before and after it (``rating``)."""
+        for rnd in doc["rounds"]:
+            for slot in rnd["slots"]:
+                if slot.get("recorded") is not None:
+                    continue  # rated already
+                if slot["status"] != DONE:
+                    return  # a later result waits for this one
+                doc["recorded"] += 1
+                slot["recorded"] = doc["recorded"]
+                self._rate(pipe, doc, slot, lb_updates)
+
+    def _rate(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any],
+              lb_updates: dict[str, dict[str, Any]]) -> None:
+        result = slot["result"]
         winner = slot["teams"][result["winner"]]
         loser = slot["teams"][1 - result["winner"]]
         rates = doc["ratings"]
+        before = [dict(rates[b]) for b in slot["teams"]]
         rates[winner], rates[loser] = ratings.rate(rates[winner], rates[loser])
+        slot["rating"] = [[r["mu"], r["sigma"], rates[b]["mu"], rates[b]["sigma"]]
+                          for b, r in zip(slot["teams"], before, strict=True)]
         for bot in (winner, loser):
             if bot not in lb_updates:
                 raw = pipe.hget(self.lb_key, bot)  # immediate: the pipeline is watching
@@ -710,6 +739,11 @@ class Tournaments:
             "scores": res["scores"] if res else None,
             "hands_won": res["hands_won"] if res else None,
             "timeouts": res["timeouts"] if res else None,
+            "rating": [
+                {"bot_id": bot, "before": ratings.shown({"mu": m0, "sigma": s0}),
+                 "after": ratings.shown({"mu": m1, "sigma": s1})}
+                for bot, (m0, s0, m1, s1) in zip(slot["teams"], slot["rating"], strict=True)
+            ] if slot.get("rating") else None,
         }
 
     def list(self, limit: int, cursor: int | None) -> dict[str, Any]:
