@@ -28,6 +28,12 @@ from .tournaments import Tournaments
 bp = Blueprint("api", __name__)
 
 BEARER = "bearer"
+# How deeply a request body may nest arrays and objects (no body of this API needs more
+# than 3). Checked before parsing: the standard parser recurses per level, and a body
+# of 8,000 ``[`` ended in RecursionError (a 500). openapi.py states the limit.
+JSON_MAX_DEPTH = 32
+_ID = re.compile(s.ID_PATTERN)
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*+"|[\[\]{}]', re.DOTALL)
 
 
 @dataclass
@@ -56,10 +62,17 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
     op = Operation(**kw)
     body_schema = op.body() if op.body else None
     query_schema = op.query() if op.query else None
+    # path parameters that are ids: checked before they become part of a Redis key
+    # (``/bots/{id}:turns`` once named the bot's turn set: a type error and a 503)
+    ids = tuple(name for name, spec in op.path_params.items()
+                if spec["schema"].get("pattern") == s.ID_PATTERN)
 
     def wrap(view: Callable[..., Response]) -> Callable[..., Response]:
         @functools.wraps(view)
         def inner(**kwargs: Any) -> Response:
+            for name in ids:
+                if not _ID.fullmatch(kwargs[name]):
+                    raise Problem("not-found")
             if op.auth == "admin":
                 authenticate_admin()
             else:
@@ -86,10 +99,31 @@ def read_json(required: bool) -> Any:
             raise Problem("validation", "a JSON body is required",
                           errors={"_body": ["a JSON object is required"]})
         return {}
+    # counting brackets is free; only a body with many of them is scanned for its depth
+    if raw.count(b"[") + raw.count(b"{") > JSON_MAX_DEPTH and json_depth(raw) > JSON_MAX_DEPTH:
+        raise Problem("malformed-json",
+                      f"the body is nested deeper than {JSON_MAX_DEPTH} levels")
     try:
         return json.loads(raw)
+    except RecursionError:  # a backstop: the depth check above comes first
+        raise Problem("malformed-json",
+                      f"the body is nested deeper than {JSON_MAX_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError):
         raise Problem("malformed-json", "the body is not valid JSON") from None
+
+
+def json_depth(raw: bytes) -> int:
+    """The deepest nesting of arrays and objects in ``raw``, brackets inside strings not
+    counted; iterative, so any depth is measured without recursion."""
+    depth = deepest = 0
+    for m in _JSON_TOKEN.finditer(raw):
+        c = m.group()
+        if c in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in (b"]", b"}"):
+            depth -= 1
+    return deepest
 
 
 def load(schema: Schema, data: Any, where: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
 from . import schemas as s
-from .api import Operation, operations
+from .api import JSON_MAX_DEPTH, Operation, operations
 from .problems import KINDS
 
 TITLE = "All Fours Arena"
@@ -50,7 +50,8 @@ if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 )
 
 _STATUS_TEXT = {
-    400: "Malformed JSON or bad request (`/problems/malformed-json`, `/problems/bad-request`)",
+    400: "Malformed JSON or bad request (`/problems/malformed-json`, `/problems/bad-request`); "
+    f"a body may be nested at most {JSON_MAX_DEPTH} levels (arrays and objects)",
     401: "Missing, malformed or unknown bearer token (`/problems/unauthorized`)",
     403: "Your bot does not hold that seat (`/problems/forbidden-seat`), or the call needs "
     "the admin token (`/problems/forbidden`)",
