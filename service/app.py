@@ -28,7 +28,7 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_RATE_LIMIT": 1200,  # requests per window per token (or per address); 0: off
     "ARENA_RATE_WINDOW": 60,  # seconds
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
-    "MAX_CONTENT_LENGTH": 16 * 1024,
+    "MAX_CONTENT_LENGTH": api.MAX_BODY_BYTES,  # bytes, chunked bodies too
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs")

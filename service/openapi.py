@@ -17,7 +17,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
 from . import schemas as s
-from .api import JSON_MAX_DEPTH, Operation, operations
+from .api import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
 from .problems import KINDS
 
 TITLE = "All Fours Arena"
@@ -60,7 +60,8 @@ _STATUS_TEXT = {
     "broken, e.g. R14), `/problems/not-your-turn`, `/problems/version-conflict` (with "
     "`current_version`), `/problems/seat-taken`, `/problems/game-not-started`",
     412: "If-Match is stale (`/problems/precondition-failed`)",
-    413: "Body too large (`/problems/payload-too-large`)",
+    413: f"Body too large (`/problems/payload-too-large`): a body may be at most {MAX_BODY_BYTES} "
+    "bytes, with or without Content-Length",
     422: "Invalid request (`/problems/validation`, with `errors` per field), or an "
     "Idempotency-Key reused with another body (`/problems/idempotency-key-reused`)",
     429: "Rate limited (`/problems/rate-limited`); see Retry-After",
