@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api, redis_client, web
+from . import api, redis_client, security_headers, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import Problem, register_error_handlers
@@ -72,9 +72,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(web.bp)  # the pages for people: /, /games/{id} (HTML)
     app.register_blueprint(
         get_swaggerui_blueprint(
-            "/docs", "/openapi.yaml", config={"app_name": "All Fours Arena API"}
+            "/docs", "/openapi.yaml",
+            # no validator badge: it loads an image from validator.swagger.io
+            config={"app_name": "All Fours Arena API", "validatorUrl": None},
         )
     )
+    security_headers.install(app)
 
     who_cache: dict[str, str] = {}
 

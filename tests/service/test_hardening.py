@@ -82,3 +82,54 @@ def test_every_path_id_is_validated(api, path):
         r = api.c.post(post.replace("{id}", game["id"]), json={"action": "stand"},
                        headers=api.auth(token))
         problem(r, 404, "not-found")
+
+
+# --- 7: security headers ----------------------------------------------------------------------
+
+
+def _headers_ok(r) -> str:
+    assert r.headers["X-Content-Type-Options"] == "nosniff", r.headers
+    assert r.headers["X-Frame-Options"] == "DENY"
+    csp = r.headers["Content-Security-Policy"]
+    assert "frame-ancestors 'none'" in csp
+    return csp
+
+
+def test_every_answer_is_nosniff_and_unframeable(api):
+    bot_id, token = api.bot()
+    game = api.game(token, 2)
+    answers = [
+        api.c.get("/healthz"), api.c.get("/games"), api.c.get(f"/bots/{bot_id}"),
+        api.view(game["id"], token), api.c.get("/openapi.yaml"),
+        api.c.get("/games/000000000000"), api.c.post("/bots", data=b"{"),
+        api.c.delete("/games"), api.c.get("/bots/me"),
+        api.c.get(f"/games/{game['id']}/events", query_string={"last_event_id": "x"}),
+    ]
+    for r in answers:
+        csp = _headers_ok(r)
+        assert csp.startswith("default-src 'none'"), (r.request.path, csp)
+    # the pages keep their own policy (scripts and styles from the service itself)
+    for path in ("/", f"/games/{game['id']}/replay"):
+        csp = _headers_ok(api.c.get(path, headers={"Accept": "text/html"}))
+        assert "script-src 'self'" in csp
+
+
+def test_docs_page_allows_its_own_inline_script_by_hash_only(client):
+    import base64
+    import hashlib
+    import re
+
+    r = client.get("/docs/")
+    assert r.status_code == 200 and r.mimetype == "text/html"
+    csp = _headers_ok(r)
+    script_src = re.search(r"script-src ([^;]*)", csp).group(1).split()
+    assert "'unsafe-inline'" not in csp and "'unsafe-eval'" not in csp
+    inline = re.findall(rb"<script>(.*?)</script>", r.data, re.DOTALL)
+    assert len(inline) == 1
+    digest = base64.b64encode(hashlib.sha256(inline[0]).digest()).decode()
+    assert script_src == ["'self'", f"'sha256-{digest}'"]
+    # assets are local and sniff-proof too
+    asset = client.get("/docs/swagger-ui-bundle.js")
+    assert asset.status_code == 200
+    assert asset.headers["X-Content-Type-Options"] == "nosniff"
+    assert b"validator.swagger.io" not in r.data  # no badge image from elsewhere
