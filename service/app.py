@@ -28,6 +28,7 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_RATE_LIMIT": 1200,  # requests per window per token (or per address); 0: off
     "ARENA_RATE_WINDOW": 60,  # seconds
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
+    "ARENA_REDIS_TIMEOUT": redis_client.COMMAND_TIMEOUT_S,  # seconds; then 503
     "MAX_CONTENT_LENGTH": api.MAX_BODY_BYTES,  # bytes, chunked bodies too
 }
 
@@ -62,9 +63,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(config_from_env())
     app.config.update(config or {})
 
-    client = redis_client.connect(app.config["REDIS_URL"])
+    redis_timeout = float(app.config["ARENA_REDIS_TIMEOUT"])
+    client = redis_client.connect(app.config["REDIS_URL"], redis_timeout)
     store = Store(client, app.config["ARENA_KEY_PREFIX"])
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
+    # the pub/sub listener waits by design: its own connection and (longer) timeout
+    arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout)
+    arena.wakeups.confirm_s = redis_timeout
     app.extensions["tournaments"] = Tournaments(arena)
 
     register_error_handlers(app)
@@ -110,6 +115,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
             pending_hit.set(PendingHit(who, window, check, limit))
             return
         check(*store.hit(who, window))
+
+    @app.after_request
+    def _no_hit_after_redis_failed(resp: Response) -> Response:
+        """Redis has just failed this request (503): counting its rate-limit hit in the
+        teardown would wait out the Redis timeout a second time before the answer."""
+        if resp.status_code == 503:
+            pending_hit.set(None)
+        return resp
 
     @app.teardown_request
     def _count_unread(_exc: BaseException | None) -> None:

@@ -51,12 +51,34 @@ else:  # pragma: no cover
     PARSER = {}
 
 
-def connect(url: str) -> redis.Redis:
-    """A client for ``url`` with the service's timeouts."""
+# How long a request waits for Redis before it answers 503 service-unavailable (with
+# Retry-After). Commands take well under a millisecond, so this only ever fires on a
+# Redis that is gone or frozen; it was 10 s, and a SIGSTOPped Redis held every request
+# that long (the app's ARENA_REDIS_TIMEOUT).
+COMMAND_TIMEOUT_S = 1.5
+# The pub/sub listener's connection (``service.wakeups``) waits for messages by design and
+# must not count its quiet stretches as failures: its own, longer socket timeout. Its
+# reads happen only once data is waiting, so this bounds a half-read message, nothing more.
+LISTENER_TIMEOUT_S = 10.0
+
+
+def connect(url: str, timeout: float = COMMAND_TIMEOUT_S) -> redis.Redis:
+    """A client for ``url`` whose commands (and connects) give up after ``timeout`` s."""
     return redis.Redis.from_url(
         url,
-        socket_connect_timeout=2,
-        socket_timeout=10,
+        socket_connect_timeout=timeout,
+        socket_timeout=timeout,
+        health_check_interval=30,
+        **PARSER,
+    )
+
+
+def listener(url: str, connect_timeout: float = COMMAND_TIMEOUT_S) -> redis.Redis:
+    """A client for the pub/sub listener: its own pool, with the listener's timeout."""
+    return redis.Redis.from_url(
+        url,
+        socket_connect_timeout=connect_timeout,
+        socket_timeout=LISTENER_TIMEOUT_S,
         health_check_interval=30,
         **PARSER,
     )

@@ -7,18 +7,23 @@ Every server here is a real process or thread on a free port, stopped in a final
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 from werkzeug.serving import make_server
 
 from service.app import DEFAULTS, create_app
-from service.embedded_redis import free_port
+from service.embedded_redis import find_server_binary, free_port, ping
 from tests.conftest import REDIS_URL
-from tests.test_serve import Serve, kill_leftovers
+from tests.test_serve import Serve, kill_leftovers, stop_process, wait_for
 
 LIMIT = DEFAULTS["MAX_CONTENT_LENGTH"]
 
@@ -103,3 +108,110 @@ def test_chunked_body_over_the_limit_is_413(request, server) -> None:
 def test_body_limit_is_stated_in_the_contract() -> None:
     spec = (Path(__file__).resolve().parent.parent / "openapi.yaml").read_text()
     assert f"at most {LIMIT} bytes" in spec
+
+
+# --- 8: a frozen Redis --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def frozen_redis(tmp_path: Path) -> Iterator[subprocess.Popen]:
+    """A private Redis (never the shared one) that the test may SIGSTOP; always resumed
+    and stopped at teardown."""
+    port = free_port()
+    workdir = tmp_path / "frozen-redis"
+    workdir.mkdir()
+    proc = subprocess.Popen(
+        [find_server_binary(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+         "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    proc.port = port  # type: ignore[attr-defined]
+    try:
+        wait_for(lambda: ping("127.0.0.1", port), 20, "the test's own Redis")
+        yield proc
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        stop_process(proc, signal.SIGTERM)
+
+
+def test_a_frozen_redis_is_a_quick_503_and_long_polls_still_wait(tmp_path, frozen_redis):
+    """SIGSTOP leaves Redis's socket open and silent: every request waited out the
+    client's 10 s socket timeout (an action 20 s: its rate-limit hit went to Redis again
+    after the failure) before its 503. Now ~1.5 s, with Retry-After; and the long
+    timeout that waiting needs is the pub/sub listener's own, so long-polls still wait
+    their full time and are still woken."""
+    service = Serve(tmp_path, tmp_path / "unused-data",
+                    REDIS_URL=f"redis://127.0.0.1:{frozen_redis.port}/0", ARENA_SWEEPER="0")
+    try:
+        service.wait_healthy()
+        s = requests.Session()
+        base = service.url("")
+
+        def call(method: str, path: str, token: str | None = None, **kw) -> requests.Response:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            return s.request(method, base + path, headers=headers, timeout=60, **kw)
+
+        a = call("POST", "/bots", json={"name": "a"}).json()
+        b = call("POST", "/bots", json={"name": "b"}).json()
+        game = call("POST", "/games", a["token"],
+                    json={"players": 2, "seats": [a["id"], b["id"]], "seed": 1}).json()
+        path = f"/games/{game['id']}"
+        tokens = {a["id"]: a["token"], b["id"]: b["token"]}
+        view = call("GET", path).json()
+        mover = tokens[view["seats"][view["turn"]]["bot_id"]]
+        idle = b["token"] if mover == a["token"] else a["token"]
+        mine = call("GET", path, mover).json()
+
+        # healthy: a long-poll waits its whole timeout (the short command timeout does
+        # not cut it), and one is woken by the action it waits for
+        started = time.monotonic()
+        r = call("GET", path + "/turn", idle, params={"timeout": 3})
+        assert r.status_code == 200 and r.json()["timed_out"]
+        assert 2.9 <= time.monotonic() - started < 6
+
+        os.kill(frozen_redis.pid, signal.SIGSTOP)
+        requests_ = [
+            ("GET", path, None, {}),
+            ("GET", path, mover, {}),
+            ("POST", path + "/actions", mover, {"json": {"action": mine["legal_actions"][0]}}),
+            ("GET", path + "/turn", idle, {"params": {"timeout": 5}}),
+            ("GET", "/bots/me/turns", idle, {"params": {"timeout": 5}}),
+            ("GET", "/readyz", None, {}),
+            ("POST", "/bots", None, {"json": {"name": "c"}}),
+        ]
+        for method, p, token, kw in requests_:
+            started = time.monotonic()
+            r = call(method, p, token, **kw)
+            took = time.monotonic() - started
+            assert r.status_code == 503, (method, p, r.status_code, r.text)
+            assert r.json()["type"] == "/problems/service-unavailable"
+            assert int(r.headers["Retry-After"]) >= 1
+            assert took < 4.0, (method, p, took)
+        os.kill(frozen_redis.pid, signal.SIGCONT)
+
+        # resumed: the action applies, and a waiting long-poll hears it
+        def wait_ready() -> bool:
+            return call("GET", "/readyz").status_code == 200
+        wait_for(wait_ready, 20, "the service to see Redis again")
+        # (the action answered 503 may have been applied all the same: its script reached
+        # Redis before the freeze showed. Only an Idempotency-Key makes a retry safe.)
+        view = call("GET", path).json()
+        mover = tokens[view["seats"][view["turn"]]["bot_id"]]
+        mine = call("GET", path, mover).json()
+        result: dict[str, requests.Response] = {}
+        waiter = threading.Thread(target=lambda: result.setdefault(
+            "r", call("GET", path + "/turn", params={"timeout": 20,
+                                                     "after": view["version"]})))
+        waiter.start()
+        time.sleep(1.0)
+        started = time.monotonic()
+        act = call("POST", path + "/actions", mover, json={"action": mine["legal_actions"][0]})
+        assert act.status_code == 200, act.text
+        waiter.join(25)
+        assert time.monotonic() - started < 5  # woken, not timed out
+        assert result["r"].status_code == 200
+        assert result["r"].json()["view"]["version"] > view["version"]
+    finally:
+        os.kill(frozen_redis.pid, signal.SIGCONT)
+        service.stop()
+        kill_leftovers(service.seen)
