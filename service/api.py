@@ -23,7 +23,7 @@ from marshmallow import Schema, ValidationError
 from . import schemas as s
 from .arena import Arena, dumps
 from .problems import Problem
-from .tournaments import Tournaments
+from .tournaments import MAX_GAMES, Tournaments
 
 bp = Blueprint("api", __name__)
 
@@ -58,6 +58,16 @@ class Operation:
     response_headers: dict[str, Any] = field(default_factory=dict)
     example: dict[str, Any] | None = None
     path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # OpenAPI links from the success answer to the operations that use what it names
+    # (name -> ``link(...)``): generated clients and stateful testers follow them
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def link(operation_id: str, description: str, **parameters: Any) -> dict[str, Any]:
+    """An OpenAPI link: ``operation_id`` (as ``service.openapi`` names operations) with
+    each parameter a value or a runtime expression such as ``$response.body#/id``."""
+    return {"operationId": operation_id, "parameters": parameters,
+            "description": description}
 
 
 def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
@@ -245,6 +255,16 @@ LAST_EVENT_ID = {
     "schema": {"type": "string", "pattern": s.EVENT_ID_RE},
 }
 
+# From an answer that names a game (its ``id``) to what a player does with it next. No
+# link to the event stream: it stays open until the game ends.
+GAME_LINKS = {
+    "GetGame": link("getGamesGameId", "the game", game_id="$response.body#/id"),
+    "WaitForTurn": link("getGamesGameIdTurn", "wait for a turn in it",
+                        game_id="$response.body#/id"),
+    "Act": link("postGamesGameIdActions", "act in it", game_id="$response.body#/id"),
+    "GetRecord": link("getGamesGameIdRecord", "its record", game_id="$response.body#/id"),
+}
+
 _SCHEMAS: dict[type[Schema], Schema] = {}
 
 
@@ -282,6 +302,8 @@ def readyz() -> Response:
     response=s.BotCreated,
     status=201,
     example={"name": "random-bot"},
+    links={"GetBot": link("getBotsBotId", "the bot just registered",
+                          bot_id="$response.body#/id")},
 )
 def create_bot(body: dict[str, Any]) -> Response:
     bot = arena().register_bot(body["name"])
@@ -330,6 +352,11 @@ def get_bot(bot_id: str) -> Response:
     auth="required",
     errors=(404,),
     example={"players": 4, "seed": 7, "variants": {"target": 14}},
+    links={
+        **GAME_LINKS,
+        "JoinSeat1": link("postGamesGameIdSeatsSeat", "take seat 1 (open unless given)",
+                          game_id="$response.body#/id", seat="1"),
+    },
 )
 def create_game(bot_id: str, body: dict[str, Any]) -> Response:
     game = arena().create_game(bot_id, body)
@@ -374,6 +401,7 @@ def get_game(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Respons
     errors=(404, 409),
     response_headers=ETAG,
     path_params={"game_id": GAME_ID, "seat": SEAT},
+    links=GAME_LINKS,
 )
 def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response:
     view = arena().join(game_id, seat, bot_id)
@@ -505,7 +533,8 @@ def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     "deals (each deal played twice, the entrants swapping teams and so cards), house rules "
     "and a move time limit. The service creates the games itself as earlier ones finish; "
     "entrants find them through `GET /bots/me/turns`. Needs the admin token "
-    "(`ARENA_ADMIN_TOKEN`).",
+    f"(`ARENA_ADMIN_TOKEN`). At most {MAX_GAMES} games in all (pairings x rounds x "
+    "games per pairing): more is a 422 naming `games_per_pairing`.",
     tags=("tournaments",),
     body=s.TournamentCreate,
     response=s.Tournament,
@@ -516,6 +545,12 @@ def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
              "entrants": ["3f9a1c2b7d10", "8e7d6c5b4a39", "0a1b2c3d4e5f"],
              "players": 2, "games_per_pairing": 2, "duplicate": True,
              "variants": {"target": 7}, "move_limit": 10},
+    links={
+        "GetTournament": link("getTournamentsTournamentId", "the tournament",
+                              tournament_id="$response.body#/id"),
+        "GetStandings": link("getTournamentsTournamentIdStandings", "its standings",
+                             tournament_id="$response.body#/id"),
+    },
 )
 def create_tournament(body: dict[str, Any]) -> Response:
     t = tournaments().create(body)

@@ -117,6 +117,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
                           "content": content}
     if op.response_headers:
         ok["headers"] = op.response_headers
+    if op.links:
+        ok["links"] = op.links
     responses: dict[str, Any] = {str(op.status): ok}
     codes = set(op.errors) | {429, 503}
     if op.auth == "admin":
@@ -160,6 +162,13 @@ def build_spec(app: Flask) -> APISpec:
             p.capitalize() for p in re.split(r"[/_{}-]+", path) if p
         )
         by_path.setdefault(path, {})[method] = _operation(op, method, names, op_id)
+    known = {op["operationId"] for ops in by_path.values() for op in ops.values()}
+    for ops in by_path.values():
+        for op in ops.values():
+            for response in op["responses"].values():
+                for name, target in response.get("links", {}).items():
+                    if target["operationId"] not in known:
+                        raise ValueError(f"link {name} names no operation: {target}")
     for path, ops in by_path.items():
         spec.path(path=path, operations=ops)
     return spec
@@ -174,6 +183,24 @@ def _seats_per_players(doc: dict[str, Any]) -> None:
             "then": {"properties": {"seats": {"minItems": n, "maxItems": n}}},
         }
         for n in (2, 4)
+    ]
+
+
+def _tournament_rules(doc: dict[str, Any]) -> None:
+    """``TournamentCreate``'s cross-field rules (its ``validates_schema``), which
+    marshmallow cannot export: ``rounds`` is for Swiss only, and with duplicate deals (the
+    default) ``games_per_pairing`` is even."""
+    create = doc["components"]["schemas"]["TournamentCreate"]
+    create["allOf"] = [
+        {
+            "if": {"properties": {"format": {"const": "round_robin"}}, "required": ["format"]},
+            "then": {"not": {"required": ["rounds"]}},
+        },
+        {
+            "if": {"not": {"properties": {"duplicate": {"const": False}},
+                           "required": ["duplicate"]}},
+            "then": {"properties": {"games_per_pairing": {"multipleOf": 2}}},
+        },
     ]
 
 
@@ -196,6 +223,7 @@ def spec_yaml(app: Flask) -> str:
     """The OpenAPI document as YAML text (keys in a stable order)."""
     raw = build_spec(app).to_dict()
     _seats_per_players(raw)
+    _tournament_rules(raw)
     doc = {k: raw[k] for k in ("openapi", "info", "paths", "components") if k in raw}
     doc.update(raw)
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False,
