@@ -75,14 +75,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_error_handlers(app)
     app.register_blueprint(api.bp)
     app.register_blueprint(web.bp)  # the pages for people: /, /games/{id} (HTML)
-    app.register_blueprint(
-        get_swaggerui_blueprint(
-            "/docs", "/openapi.yaml",
-            # no validator badge: it loads an image from validator.swagger.io
-            config={"app_name": "All Fours Arena API", "validatorUrl": None},
-        )
+    docs = get_swaggerui_blueprint(
+        "/docs", "/openapi.yaml",
+        # no validator badge: it loads an image from validator.swagger.io
+        config={"app_name": "All Fours Arena API", "validatorUrl": None},
     )
-    security_headers.install(app)
+    security_headers.install(app, docs)
+    app.register_blueprint(docs)
 
     who_cache: dict[str, str] = {}
 
