@@ -67,7 +67,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     client = redis_client.connect(app.config["REDIS_URL"], redis_timeout)
     store = Store(client, app.config["ARENA_KEY_PREFIX"])
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
-    # the pub/sub listener waits by design: its own connection and (longer) timeout
+    # the pub/sub listener: a connection of its own (see redis_client.listener)
     arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout)
     arena.wakeups.confirm_s = redis_timeout
     app.extensions["tournaments"] = Tournaments(arena)

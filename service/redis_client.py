@@ -56,10 +56,12 @@ else:  # pragma: no cover
 # Redis that is gone or frozen; it was 10 s, and a SIGSTOPped Redis held every request
 # that long (the app's ARENA_REDIS_TIMEOUT).
 COMMAND_TIMEOUT_S = 1.5
-# The pub/sub listener's connection (``service.wakeups``) waits for messages by design and
-# must not count its quiet stretches as failures: its own, longer socket timeout. Its
-# reads happen only once data is waiting, so this bounds a half-read message, nothing more.
-LISTENER_TIMEOUT_S = 10.0
+# The pub/sub listener (``service.wakeups``) waits for messages by design: quiet
+# stretches must not count as failures. It never waits on its socket's timeout: it polls
+# (``get_message(timeout=...)``, a readiness check with its own timeout) and reads only
+# once data is there, and each waiter waits on its own deadline. So its socket timeout
+# bounds only its connection handshake and a half-read message (a frozen Redis held a
+# first long-poll 10 s in the handshake): the command timeout, on a connection of its own.
 
 
 def connect(url: str, timeout: float = COMMAND_TIMEOUT_S) -> redis.Redis:
@@ -73,12 +75,7 @@ def connect(url: str, timeout: float = COMMAND_TIMEOUT_S) -> redis.Redis:
     )
 
 
-def listener(url: str, connect_timeout: float = COMMAND_TIMEOUT_S) -> redis.Redis:
-    """A client for the pub/sub listener: its own pool, with the listener's timeout."""
-    return redis.Redis.from_url(
-        url,
-        socket_connect_timeout=connect_timeout,
-        socket_timeout=LISTENER_TIMEOUT_S,
-        health_check_interval=30,
-        **PARSER,
-    )
+def listener(url: str, timeout: float = COMMAND_TIMEOUT_S) -> redis.Redis:
+    """A client for the pub/sub listener: a pool of its own, so the subscription neither
+    takes a slot of the commands' pool nor goes when that pool drops its connections."""
+    return connect(url, timeout)

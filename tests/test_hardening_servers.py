@@ -215,3 +215,26 @@ def test_a_frozen_redis_is_a_quick_503_and_long_polls_still_wait(tmp_path, froze
         os.kill(frozen_redis.pid, signal.SIGCONT)
         service.stop()
         kill_leftovers(service.seen)
+
+
+def test_a_first_long_poll_on_a_frozen_redis_is_a_quick_503(key_prefix, frozen_redis):
+    """No listener running yet (no long-poll so far in this process): subscribing is
+    part of the long-poll, and its connection handshake waited out a 10 s socket
+    timeout. (The bot's token is known to the process already, so the long-poll gets
+    that far without Redis.)"""
+    app = create_app({"REDIS_URL": f"redis://127.0.0.1:{frozen_redis.port}/0",
+                      "ARENA_RATE_LIMIT": 0})
+    c = app.test_client()
+    bot = c.post("/bots", json={"name": "a"}).json
+    auth = {"Authorization": f"Bearer {bot['token']}"}
+    game = c.post("/games", json={"players": 2}, headers=auth).json
+    os.kill(frozen_redis.pid, signal.SIGSTOP)
+    try:
+        for path in (f"/games/{game['id']}/turn", "/bots/me/turns"):
+            started = time.monotonic()
+            r = c.get(path, headers=auth, query_string={"timeout": 5})
+            took = time.monotonic() - started
+            assert r.status_code == 503 and r.headers["Retry-After"], (path, r.status_code)
+            assert took < 4.0, (path, took)
+    finally:
+        os.kill(frozen_redis.pid, signal.SIGCONT)
