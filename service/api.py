@@ -24,11 +24,20 @@ from . import limits
 from . import schemas as s
 from .arena import Arena, dumps
 from .problems import Problem
-from .tournaments import Tournaments
+from .tournaments import MAX_GAMES, Tournaments
 
 bp = Blueprint("api", __name__)
 
 BEARER = "bearer"
+# How deeply a request body may nest arrays and objects (no body of this API needs more
+# than 3). Checked before parsing: the standard parser recurses per level, and a body
+# of 8,000 ``[`` ended in RecursionError (a 500). openapi.py states the limit.
+JSON_MAX_DEPTH = 32
+# The largest request body (the default of the app's MAX_CONTENT_LENGTH); the largest
+# real body (a tournament of 64 entrants) is under 2 KB.
+MAX_BODY_BYTES = 16 * 1024
+_ID = re.compile(s.ID_PATTERN)
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*+"|[\[\]{}]', re.DOTALL)
 
 
 @dataclass
@@ -51,6 +60,16 @@ class Operation:
     example: dict[str, Any] | None = None
     path_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     limited: bool = True  # counted against the caller's request budget (``limits``)
+    # OpenAPI links from the success answer to the operations that use what it names
+    # (name -> ``link(...)``): generated clients and stateful testers follow them
+    links: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def link(operation_id: str, description: str, **parameters: Any) -> dict[str, Any]:
+    """An OpenAPI link: ``operation_id`` (as ``service.openapi`` names operations) with
+    each parameter a value or a runtime expression such as ``$response.body#/id``."""
+    return {"operationId": operation_id, "parameters": parameters,
+            "description": description}
 
 
 def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
@@ -58,11 +77,18 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
     op = Operation(**kw)
     body_schema = op.body() if op.body else None
     query_schema = op.query() if op.query else None
+    # path parameters that are ids: checked before they become part of a Redis key
+    # (``/bots/{id}:turns`` once named the bot's turn set: a type error and a 503)
+    ids = tuple(name for name, spec in op.path_params.items()
+                if spec["schema"].get("pattern") == s.ID_PATTERN)
 
     def wrap(view: Callable[..., Response]) -> Callable[..., Response]:
         @functools.wraps(view)
         def inner(**kwargs: Any) -> Response:
             negotiate(op)
+            for name in ids:
+                if not _ID.fullmatch(kwargs[name]):
+                    raise Problem("not-found")
             # No auth: Authorization is ignored entirely (not even looked up), so a
             # client that sends its token everywhere reads what anyone may read.
             bot_id = None
@@ -112,16 +138,45 @@ def negotiate(op: Operation) -> None:
 
 def read_json(required: bool) -> Any:
     """The request body as JSON; an empty body is ``{}`` where a body is optional."""
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if limit is not None and request.content_length is None:
+        # A body without Content-Length (chunked) is read only up to the limit, and
+        # werkzeug hands back what it read without saying whether more followed: read
+        # one byte beyond the limit, so a longer body is a 413, not truncated JSON.
+        request.max_content_length = limit + 1
     raw = request.get_data(cache=True)
+    if limit is not None and len(raw) > limit:
+        raise Problem("payload-too-large", f"the body is larger than {limit} bytes")
     if not raw.strip():
         if required:
             raise Problem("validation", "a JSON body is required",
                           errors={"_body": ["a JSON object is required"]})
         return {}
+    # counting brackets is free; only a body with many of them is scanned for its depth
+    if raw.count(b"[") + raw.count(b"{") > JSON_MAX_DEPTH and json_depth(raw) > JSON_MAX_DEPTH:
+        raise Problem("malformed-json",
+                      f"the body is nested deeper than {JSON_MAX_DEPTH} levels")
     try:
         return json.loads(raw)
+    except RecursionError:  # a backstop: the depth check above comes first
+        raise Problem("malformed-json",
+                      f"the body is nested deeper than {JSON_MAX_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError):
         raise Problem("malformed-json", "the body is not valid JSON") from None
+
+
+def json_depth(raw: bytes) -> int:
+    """The deepest nesting of arrays and objects in ``raw``, brackets inside strings not
+    counted; iterative, so any depth is measured without recursion."""
+    depth = deepest = 0
+    for m in _JSON_TOKEN.finditer(raw):
+        c = m.group()
+        if c in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in (b"]", b"}"):
+            depth -= 1
+    return deepest
 
 
 def load(schema: Schema, data: Any, where: str) -> dict[str, Any]:
@@ -248,6 +303,16 @@ LAST_EVENT_ID = {
     "schema": {"type": "string", "pattern": s.EVENT_ID_RE},
 }
 
+# From an answer that names a game (its ``id``) to what a player does with it next. No
+# link to the event stream: it stays open until the game ends.
+GAME_LINKS = {
+    "GetGame": link("getGamesGameId", "the game", game_id="$response.body#/id"),
+    "WaitForTurn": link("getGamesGameIdTurn", "wait for a turn in it",
+                        game_id="$response.body#/id"),
+    "Act": link("postGamesGameIdActions", "act in it", game_id="$response.body#/id"),
+    "GetRecord": link("getGamesGameIdRecord", "its record", game_id="$response.body#/id"),
+}
+
 _SCHEMAS: dict[type[Schema], Schema] = {}
 
 
@@ -285,6 +350,8 @@ def readyz() -> Response:
     response=s.BotCreated,
     status=201,
     example={"name": "random-bot"},
+    links={"GetBot": link("getBotsBotId", "the bot just registered",
+                          bot_id="$response.body#/id")},
 )
 def create_bot(body: dict[str, Any]) -> Response:
     bot = arena().register_bot(body["name"])
@@ -333,6 +400,11 @@ def get_bot(bot_id: str) -> Response:
     auth="required",
     errors=(404,),
     example={"players": 4, "seed": 7, "variants": {"target": 14}},
+    links={
+        **GAME_LINKS,
+        "JoinSeat1": link("postGamesGameIdSeatsSeat", "take seat 1 (open unless given)",
+                          game_id="$response.body#/id", seat="1"),
+    },
 )
 def create_game(bot_id: str, body: dict[str, Any]) -> Response:
     game = arena().create_game(bot_id, body)
@@ -377,6 +449,7 @@ def get_game(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Respons
     errors=(404, 409),
     response_headers=ETAG,
     path_params={"game_id": GAME_ID, "seat": SEAT},
+    links=GAME_LINKS,
 )
 def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response:
     view = arena().join(game_id, seat, bot_id)
@@ -517,7 +590,8 @@ def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     "deal with the teams swapped instead), house rules and a move time limit. The service "
     "creates the games itself as earlier ones finish; "
     "entrants find them through `GET /bots/me/turns`. Needs the admin token "
-    "(`ARENA_ADMIN_TOKEN`).",
+    f"(`ARENA_ADMIN_TOKEN`). At most {MAX_GAMES} games in all (pairings x rounds x "
+    "games per pairing): more is a 422 naming the field that would bring it within the limit.",
     tags=("tournaments",),
     body=s.TournamentCreate,
     response=s.Tournament,
@@ -528,6 +602,12 @@ def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
              "entrants": ["3f9a1c2b7d10", "8e7d6c5b4a39", "0a1b2c3d4e5f", "7c6b5a493827"],
              "players": 2, "games_per_pairing": 2, "duplicate": True,
              "variants": {"target": 7}, "move_limit": 10},
+    links={
+        "GetTournament": link("getTournamentsTournamentId", "the tournament",
+                              tournament_id="$response.body#/id"),
+        "GetStandings": link("getTournamentsTournamentIdStandings", "its standings",
+                             tournament_id="$response.body#/id"),
+    },
 )
 def create_tournament(body: dict[str, Any]) -> Response:
     t = tournaments().create(body)

@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api, limits, metrics, observe, redis_client, web
+from . import api, limits, metrics, observe, redis_client, security_headers, web
 from .arena import Arena
 from .openapi import spec_yaml
 from .problems import register_error_handlers
@@ -30,7 +30,8 @@ DEFAULTS: dict[str, Any] = {
     **limits.DEFAULTS,
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     "ARENA_RETRY_GRACE": RETRY_GRACE_S,  # seconds a finished game's retry memory is kept
-    "MAX_CONTENT_LENGTH": 16 * 1024,
+    "ARENA_REDIS_TIMEOUT": redis_client.COMMAND_TIMEOUT_S,  # seconds; then 503
+    "MAX_CONTENT_LENGTH": api.MAX_BODY_BYTES,  # bytes, chunked bodies too
     "ARENA_METRICS_TOKEN": None,  # set: GET /metrics needs Authorization: Bearer <it>
     "ARENA_ACCESS_LOG": "1",  # "0": no JSON access line per request
 }
@@ -63,9 +64,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(config_from_env())
     app.config.update(config or {})
 
-    client = redis_client.connect(app.config["REDIS_URL"])
+    redis_timeout = float(app.config["ARENA_REDIS_TIMEOUT"])
+    client = redis_client.connect(app.config["REDIS_URL"], redis_timeout)
     store = Store(client, app.config["ARENA_KEY_PREFIX"], int(app.config["ARENA_RETRY_GRACE"]))
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
+    # the pub/sub listener: a connection of its own (see redis_client.listener)
+    arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout)
+    arena.wakeups.confirm_s = redis_timeout
     app.extensions["tournaments"] = Tournaments(arena)
 
     register_error_handlers(app)
@@ -73,11 +78,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     metrics.install(app)  # GET /metrics
     app.register_blueprint(api.bp)
     app.register_blueprint(web.bp)  # the pages for people: /, /games/{id} (HTML)
-    app.register_blueprint(
-        get_swaggerui_blueprint(
-            "/docs", "/openapi.yaml", config={"app_name": "All Fours Arena API"}
-        )
+    docs = get_swaggerui_blueprint(
+        "/docs", "/openapi.yaml",
+        # no validator badge: it loads an image from validator.swagger.io
+        config={"app_name": "All Fours Arena API", "validatorUrl": None},
     )
+    security_headers.install(app, docs)
+    app.register_blueprint(docs)
 
     limits.install(app)
 
@@ -91,6 +98,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         if getattr(app.view_functions.get(request.endpoint or ""), "operation", None):
             return
         limits.count_request("a" + limits.client_address())
+
+    @app.after_request
+    def _no_hit_after_redis_failed(resp: Response) -> Response:
+        """Redis has just failed this request (503): counting its rate-limit hit in the
+        teardown would wait out the Redis timeout a second time before the answer."""
+        if resp.status_code == 503:
+            pending_hit.set(None)
+        return resp
 
     @app.teardown_request
     def _count_unread(_exc: BaseException | None) -> None:

@@ -18,7 +18,7 @@ from flask import Flask
 
 from . import limits
 from . import schemas as s
-from .api import Operation, operations
+from .api import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
 from .problems import KINDS
 
 TITLE = "All Fours Arena"
@@ -88,7 +88,8 @@ if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 )
 
 _STATUS_TEXT = {
-    400: "Malformed JSON or bad request (`/problems/malformed-json`, `/problems/bad-request`)",
+    400: "Malformed JSON or bad request (`/problems/malformed-json`, `/problems/bad-request`); "
+    f"a body may be nested at most {JSON_MAX_DEPTH} levels (arrays and objects)",
     401: "Missing, malformed or unknown bearer token (`/problems/unauthorized`)",
     403: "Your bot does not hold that seat (`/problems/forbidden-seat`), or the call needs "
     "the admin token (`/problems/forbidden`)",
@@ -100,7 +101,8 @@ _STATUS_TEXT = {
     406: "The Accept header admits none of the media types this operation answers with "
     "(`/problems/not-acceptable`): send `application/json` (or `*/*`, or no Accept)",
     412: "If-Match is stale (`/problems/precondition-failed`, with `current_version`)",
-    413: "Body too large (`/problems/payload-too-large`)",
+    413: f"Body too large (`/problems/payload-too-large`): a body may be at most {MAX_BODY_BYTES} "
+    "bytes, with or without Content-Length",
     415: "The body is not JSON by its Content-Type (`/problems/unsupported-media-type`): "
     "send `Content-Type: application/json` (or another `+json` type) with a body; an "
     "empty body needs no Content-Type",
@@ -181,6 +183,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     if op.status == 201:
         ok["headers"] = {**ok.get("headers", {}), "Location": {
             "description": "the new resource's path", "schema": {"type": "string"}}}
+    if op.links:
+        ok["links"] = op.links
     responses: dict[str, Any] = {str(op.status): ok}
     codes = set(op.errors) | {406, 429, 503}
     if op.auth == "admin":
@@ -235,6 +239,13 @@ def build_spec(app: Flask) -> APISpec:
             p.capitalize() for p in re.split(r"[/_{}-]+", path) if p
         )
         by_path.setdefault(path, {})[method] = _operation(op, method, names, op_id)
+    known = {op["operationId"] for ops in by_path.values() for op in ops.values()}
+    for ops in by_path.values():
+        for op in ops.values():
+            for response in op["responses"].values():
+                for name, target in response.get("links", {}).items():
+                    if target["operationId"] not in known:
+                        raise ValueError(f"link {name} names no operation: {target}")
     for path, ops in by_path.items():
         spec.path(path=path, operations=ops)
     return spec
@@ -249,6 +260,25 @@ def _seats_per_players(doc: dict[str, Any]) -> None:
             "then": {"properties": {"seats": {"minItems": n, "maxItems": n}}},
         }
         for n in (2, 4)
+    ]
+
+
+def _tournament_rules(doc: dict[str, Any]) -> None:
+    """``TournamentCreate``'s cross-field rules (its ``validates_schema``), which
+    marshmallow cannot export: ``rounds`` is for Swiss only, and with trusted duplicate
+    twins (``trusted`` and ``duplicate`` not false) ``games_per_pairing`` is even."""
+    create = doc["components"]["schemas"]["TournamentCreate"]
+    create["allOf"] = [
+        {
+            "if": {"properties": {"format": {"const": "round_robin"}}, "required": ["format"]},
+            "then": {"not": {"required": ["rounds"]}},
+        },
+        {
+            "if": {"properties": {"trusted": {"const": True},
+                                  "duplicate": {"not": {"const": False}}},
+                   "required": ["trusted"]},
+            "then": {"properties": {"games_per_pairing": {"multipleOf": 2}}},
+        },
     ]
 
 
@@ -271,6 +301,7 @@ def spec_yaml(app: Flask) -> str:
     """The OpenAPI document as YAML text (keys in a stable order)."""
     raw = build_spec(app).to_dict()
     _seats_per_players(raw)
+    _tournament_rules(raw)
     doc = {k: raw[k] for k in ("openapi", "info", "paths", "components") if k in raw}
     doc.update(raw)
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False,

@@ -51,12 +51,31 @@ else:  # pragma: no cover
     PARSER = {}
 
 
-def connect(url: str) -> redis.Redis:
-    """A client for ``url`` with the service's timeouts."""
+# How long a request waits for Redis before it answers 503 service-unavailable (with
+# Retry-After). Commands take well under a millisecond, so this only ever fires on a
+# Redis that is gone or frozen; it was 10 s, and a SIGSTOPped Redis held every request
+# that long (the app's ARENA_REDIS_TIMEOUT).
+COMMAND_TIMEOUT_S = 1.5
+# The pub/sub listener (``service.wakeups``) waits for messages by design: quiet
+# stretches must not count as failures. It never waits on its socket's timeout: it polls
+# (``get_message(timeout=...)``, a readiness check with its own timeout) and reads only
+# once data is there, and each waiter waits on its own deadline. So its socket timeout
+# bounds only its connection handshake and a half-read message (a frozen Redis held a
+# first long-poll 10 s in the handshake): the command timeout, on a connection of its own.
+
+
+def connect(url: str, timeout: float = COMMAND_TIMEOUT_S) -> redis.Redis:
+    """A client for ``url`` whose commands (and connects) give up after ``timeout`` s."""
     return redis.Redis.from_url(
         url,
-        socket_connect_timeout=2,
-        socket_timeout=10,
+        socket_connect_timeout=timeout,
+        socket_timeout=timeout,
         health_check_interval=30,
         **PARSER,
     )
+
+
+def listener(url: str, timeout: float = COMMAND_TIMEOUT_S) -> redis.Redis:
+    """A client for the pub/sub listener: a pool of its own, so the subscription neither
+    takes a slot of the commands' pool nor goes when that pool drops its connections."""
+    return connect(url, timeout)

@@ -11,14 +11,17 @@ first (so no worker sees Redis vanish mid-request) and then Redis.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import FrameType
 
-from .embedded_redis import EmbeddedRedis, die_with_parent
+from .embedded_redis import EmbeddedRedis, EmbeddedRedisError, die_with_parent
 
 DEFAULT_APP = "service.wsgi:app"
 GUNICORN_CONFIG = "python:service.gunicorn_conf"
@@ -80,11 +83,18 @@ def serve(
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
+        # what would make the start fail, found before anything starts: one line each
+        check_port(host, port)
         if env.get("REDIS_URL"):
+            check_redis(env["REDIS_URL"])
             _log(f"using REDIS_URL {_redacted(env['REDIS_URL'])}")
         else:
-            embedded = EmbeddedRedis(data_dir or default_data_dir())
-            env["REDIS_URL"] = embedded.start()
+            embedded = EmbeddedRedis(check_data_dir(data_dir or default_data_dir()))
+            try:
+                env["REDIS_URL"] = embedded.start()
+            except EmbeddedRedisError as exc:
+                raise StartupError(f"{str(exc).splitlines()[0].rstrip(':')}; "
+                                   "or pick another --data-dir, or set REDIS_URL") from None
             _log(
                 f"embedded valkey-server at {embedded.url} "
                 f"(data in {embedded.data_dir}, append-only)"
@@ -107,6 +117,9 @@ def serve(
             return 0
         _log(f"gunicorn exited with status {status}")
         return status or 1
+    except StartupError as exc:
+        _log(str(exc))
+        return 1
     except KeyboardInterrupt:
         _log("interrupted")
         return 130
@@ -122,7 +135,7 @@ def serve(
                     gunicorn.kill()
                     gunicorn.wait()
         finally:
-            if embedded is not None:
+            if embedded is not None and embedded.process is not None:
                 embedded.stop()
                 _log("embedded valkey-server stopped")
             for signum, handler in previous.items():
@@ -137,3 +150,77 @@ def _redacted(url: str) -> str:
         return url
     user = creds.split(":", 1)[0]
     return f"{scheme}://{user}:***@{hostpart}"
+
+
+class StartupError(Exception):
+    """Why ``allfours serve`` cannot start, and how to fix it: printed as one line."""
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a port gunicorn could not listen on (in use, not allowed, unknown host)
+    now, rather than after the embedded server started and gunicorn retried."""
+    where = f"{host}:{port}"
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise StartupError(f"cannot listen on {where}: {_reason(exc)}; give --host an "
+                           "address of this machine (127.0.0.1, or 0.0.0.0 for all)") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn does
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise StartupError(f"port {port} on {host} is in use (another allfours serve?)"
+                                   f"; stop that process or pick another --port") from None
+            if exc.errno == errno.EACCES:
+                raise StartupError(f"not allowed to listen on port {port}; pick a --port "
+                                   "above 1023") from None
+            raise StartupError(f"cannot listen on {where}: {_reason(exc)}; give --host an "
+                               "address of this machine and a free --port") from None
+
+
+def check_redis(url: str) -> None:
+    """Refuse a ``REDIS_URL`` that is malformed or answers no PING (every request would
+    be a 503)."""
+    import redis
+
+    shown = _redacted(url)
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=3)
+    except ValueError as exc:
+        raise StartupError(f"REDIS_URL {shown} is not a Redis URL ({_reason(exc)}); "
+                           "use redis://host:port/db, or unset REDIS_URL for the "
+                           "embedded server") from None
+    try:
+        client.ping()
+    except (redis.RedisError, OSError) as exc:
+        raise StartupError(f"cannot reach Redis at REDIS_URL {shown} ({_reason(exc)}); "
+                           "start that Redis or fix REDIS_URL, or unset it for the "
+                           "embedded server") from None
+    finally:
+        client.close()
+
+
+def check_data_dir(data_dir: str | os.PathLike[str]) -> Path:
+    """The data directory, made if missing, once a file could be written in it."""
+    path = Path(data_dir).resolve()
+    fix = "pick another with --data-dir (or ARENA_DATA_DIR), or fix its permissions"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise StartupError(f"cannot write the data directory {path} ({_reason(exc)}); "
+                           f"{fix}") from None
+    return path
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception's own words, on one line, with no password in them."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:200]

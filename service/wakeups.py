@@ -151,6 +151,9 @@ class Wakeups:
         self.client = client
         self.patterns = patterns
         self.idle_s = idle_s
+        # How long a new subscription may take to be confirmed before the waiter's
+        # request fails (503): a frozen Redis must not hold it longer than a command.
+        self.confirm_s = 5.0
         # Called by the listener with (channel, data, generation) for every message,
         # before the waiters hear it (``Arena`` keeps its game cache current with it).
         # What it returns, unless None, is delivered to the waiters instead of the raw
@@ -233,11 +236,12 @@ class Wakeups:
                 pubsub.psubscribe(*self.patterns)
                 # read the confirmations, so the subscription is live when we return
                 confirmed = 0
-                deadline = time.monotonic() + 5.0
+                deadline = time.monotonic() + self.confirm_s
                 while confirmed < len(self.patterns):
-                    if time.monotonic() > deadline:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
                         raise redis.ConnectionError("no pub/sub confirmation")
-                    msg = pubsub.get_message(timeout=1.0)
+                    msg = pubsub.get_message(timeout=min(1.0, left))
                     if msg is not None and msg.get("type") == "psubscribe":
                         confirmed += 1
             except BaseException:

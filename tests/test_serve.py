@@ -311,21 +311,15 @@ def test_with_redis_url_uses_it_and_starts_no_embedded_server(
 
 
 def test_failed_gunicorn_start_still_stops_the_embedded_server(serve) -> None:
-    blocker = socket.socket()
-    blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        service = serve()
-        blocker.bind(("127.0.0.1", service.port))
-        blocker.listen()
-        # gunicorn retries the bind for a few seconds, then gives up.
-        service.proc.wait(START_TIMEOUT)
-        assert service.proc.returncode != 0
-        port = service.embedded_port()
-        assert not ping("127.0.0.1", port)
-        assert not any(f"127.0.0.1:{port}" in cmdline(int(p.name))
-                       for p in Path("/proc").iterdir() if p.name.isdigit())  # fmt: skip
-    finally:
-        blocker.close()
+    # (a busy port is refused before anything starts: tests/test_serve_startup.py) a
+    # worker class gunicorn cannot load fails it after the embedded server started
+    service = serve(GUNICORN_CMD_ARGS="--worker-class no_such_module.NoWorker")
+    service.proc.wait(START_TIMEOUT)
+    assert service.proc.returncode != 0
+    port = service.embedded_port()
+    assert not ping("127.0.0.1", port)
+    assert not any(f"127.0.0.1:{port}" in cmdline(int(p.name))
+                   for p in Path("/proc").iterdir() if p.name.isdigit())  # fmt: skip
 
 
 def test_a_second_serve_on_the_same_data_dir_is_refused(serve, tmp_path: Path) -> None:
