@@ -43,6 +43,12 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def _redis() -> Any:
+    import redis
+
+    return redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+
+
 # --- the service ---------------------------------------------------------------------------
 
 
@@ -79,8 +85,28 @@ class Service:
                 return False
 
         wait_until(up, 60, "the service to answer /readyz", every=0.2)
+        # The house bots, as `allfours serve` runs them: their own process, over HTTP.
+        self.house = subprocess.Popen(
+            [sys.executable, "-m", "service.house", "--server", self.base],
+            cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+        def house_up() -> bool:
+            if self.house.poll() is not None:
+                raise AssertionError(f"house bots exited: {self.log.read_text()[-2000:]}")
+            return bool(_redis().exists(f"{prefix}house:alive"))
+
+        wait_until(house_up, 60, "the house bots to start", every=0.2)
 
     def stop(self) -> None:
+        if self.house.poll() is None:
+            self.house.terminate()
+            try:
+                self.house.wait(20)
+            except subprocess.TimeoutExpired:
+                self.house.kill()
+                self.house.wait(10)
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:

@@ -1,7 +1,8 @@
 // The lobby: live, waiting and finished games, tournaments and the leaderboard,
 // refreshed every few seconds from the public API.
 
-import { ago, api, apiOrNull, el, fill } from "./api.js";
+import { ago, api, apiOrNull, ApiError, el, fill } from "./api.js";
+import { addGame, currentToken, forget, keepToken, markFresh, myGames, remembered } from "./player.js";
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
@@ -73,3 +74,86 @@ async function refresh() {
 refresh();
 setInterval(() => { if (!document.hidden) refresh(); }, REFRESH_MS);
 document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
+
+// --- play against a bot ------------------------------------------------------------------
+
+const form = $("house-form");
+const playersValue = () => Number(form.querySelector("input[name=players]:checked").value);
+function syncPartner() { $("hf-partner-field").hidden = playersValue() !== 4; }
+form.addEventListener("change", syncPartner);
+syncPartner();
+const kept = remembered();
+if (kept) {
+  $("hf-keep").checked = true;
+  $("hf-name").value = kept.name;
+}
+
+function formError(msg) {
+  const box = $("hf-error");
+  box.hidden = !msg;
+  box.textContent = msg || "";
+}
+
+async function createHouseGame(token) {
+  const body = {
+    players: playersValue(),
+    opponent: $("hf-opponent").value,
+    variants: { target: Number($("hf-target").value), under_trumping: $("hf-under").checked },
+    name: $("hf-name").value.trim() || "guest",
+  };
+  if (body.players === 4) body.partner = $("hf-partner").value;
+  return api("/house/games", { method: "POST", body, token });
+}
+
+form.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  formError(null);
+  const button = $("hf-play");
+  button.disabled = true;
+  try {
+    let token = currentToken();
+    let made;
+    try {
+      made = await createHouseGame(token);
+    } catch (err) {
+      if (!(token && err instanceof ApiError && err.status === 401)) throw err;
+      forget();  // a token this service no longer knows: start afresh
+      token = null;
+      made = await createHouseGame(null);
+    }
+    if (made.player) {
+      keepToken(made.player.token, { id: made.player.id, name: made.player.name }, $("hf-keep").checked);
+      markFresh(made.player);
+    } else if (token) {
+      const me = remembered();
+      keepToken(token, me, $("hf-keep").checked && !!me);
+    }
+    addGame(made.game.id, made.seat);
+    location.assign(`/games/${made.game.id}/play`);
+  } catch (err) {
+    const p = err instanceof ApiError ? err.problem : {};
+    formError(`Could not start the game: ${(p && p.detail) || err.message}`);
+    button.disabled = false;
+  }
+});
+
+$("forget-me").addEventListener("click", () => { forget(); $("hf-keep").checked = false; showMyGames(); });
+
+async function showMyGames() {
+  const mine = myGames();
+  $("my-games").hidden = !mine.length;
+  if (!mine.length) return;
+  const rows = await Promise.all(mine.slice(0, 5).map((g) => apiOrNull(`/games/${g.id}`).catch(() => null)));
+  fill($("my-games-list"), rows.filter(Boolean).map((v) => {
+    const live = v.status !== "finished";
+    return el("li", { dataset: { gameId: v.id } },
+      el("span", { class: "who", text: `${v.players}p · ${v.seats.filter((s) => s.seat % 2 === 1).map((s) => s.bot_name)[0] || "?"}` }),
+      el("span", { class: "score", text: `${v.scores[0]}–${v.scores[1]}` }),
+      el("span", { class: "links" }, el("a", {
+        href: `/games/${v.id}/play`, class: "resume",
+        text: live ? "resume" : "result",
+        "aria-label": `${live ? "Resume" : "Result of"} your game ${v.id}`,
+      })));
+  }));
+}
+showMyGames();

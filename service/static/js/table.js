@@ -4,6 +4,7 @@
 import { api, apiOrNull, ApiError, openEvents, el, fill } from "./api.js";
 import { cardEl, cardName, hiddenHand, sortCards, suitBadge, suitName } from "./cards.js";
 import { applyEvent, itemName, modelAt, newModel, stepsFromRecord } from "./model.js";
+import { addGame, currentToken, keepToken, remembered, takeFresh } from "./player.js";
 
 const body = document.body;
 const GAME = body.dataset.gameId;
@@ -463,31 +464,54 @@ async function act(action) {
 function readToken() {
   const m = location.hash.match(/token=([^&]+)/);
   if (m) {
-    sessionStorage.setItem("allfours.token", decodeURIComponent(m[1]));
+    keepToken(decodeURIComponent(m[1]));
     history.replaceState(null, "", location.pathname + location.search);
   }
-  return sessionStorage.getItem("allfours.token");
+  return currentToken();
+}
+
+// A token just issued by the lobby is shown once, in a field that can be copied, with a
+// link that takes this seat back from any browser.
+function showFreshToken(player) {
+  const box = $("new-token");
+  if (!player || !box) return;
+  const link = `${location.origin}/games/${GAME}/play#token=${encodeURIComponent(player.token)}`;
+  $("new-token-value").value = player.token;
+  $("resume-link").value = link;
+  $("new-token-who").textContent = player.name;
+  $("new-token-kept").textContent = remembered()
+    ? "This browser remembers it (local storage); the lobby lists your games."
+    : "This tab keeps it until you close it. Copy it, or the resume link, to come back later.";
+  box.hidden = false;
+  for (const [button, field] of [["copy-token", "new-token-value"], ["copy-link", "resume-link"]]) {
+    $(button).addEventListener("click", async () => {
+      const input = $(field);
+      input.select();
+      try { await navigator.clipboard.writeText(input.value); } catch { document.execCommand("copy"); }
+      announce("Copied");
+      $(button).textContent = "Copied";
+    });
+  }
 }
 
 async function play() {
   const form = $("token-form");
   const input = $("token");
   const saved = readToken();
-  if (saved) input.value = saved;
+  showFreshToken(takeFresh());
   form.addEventListener("submit", (e) => { e.preventDefault(); startPlaying(input.value.trim()); });
   $("new-bot").addEventListener("click", async () => {
     const name = prompt("A name for your player", "human");
     if (!name) return;
     try {
       const bot = await api("/bots", { method: "POST", body: { name } });
-      input.value = bot.token;
       showError(null);
-      $("token-help").textContent = `Registered ${bot.name} (${bot.id}). Keep the token: it is shown only once.`;
+      showFreshToken(bot);
       startPlaying(bot.token);
     } catch (e) { showError(problemText(e)); }
   });
-  const v = await api(`/games/${GAME}`);
-  setView(v);
+  // Before a seat is taken, the table is drawn live as a spectator sees it.
+  await watch();
   if (saved) startPlaying(saved);
 }
 
@@ -499,7 +523,7 @@ async function startPlaying(token) {
     me = await api("/bots/me", { token });
   } catch (e) { showError(problemText(e)); return; }
   ctx.token = token;
-  sessionStorage.setItem("allfours.token", token);
+  keepToken(token);
   const v = await api(`/games/${GAME}`);
   setView(v);
   const held = v.seats.filter((s) => s.bot_id === me.id).map((s) => s.seat);
@@ -534,9 +558,11 @@ async function startPlaying(token) {
 
 function sit(seat, me) {
   ctx.me = seat;
+  addGame(GAME, seat);
   body.dataset.seat = String(seat);
   $("token-form").classList.add("seated");
   $("token-help").textContent = `Playing seat ${seat} as ${me.name}.`;
+  ctx.seated = true;
   if (stream) stream.close();
   model = newModel();
   startStream(`/games/${GAME}/events?seat=${seat}`, ctx.token);
