@@ -15,7 +15,8 @@ import pytest
 
 from tests.web.support import PHONE, screenshot, wait_until
 
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": PHONE}
+DESKTOP_800 = {"width": 1280, "height": 800}
+SIZES = {"desktop": DESKTOP_800, "phone": PHONE}
 
 
 def new_page(browser: Any, service: Any, viewport: dict[str, int]) -> Any:
@@ -126,3 +127,104 @@ def test_four_players_seat_the_person_with_a_house_partner(page, api) -> None:
     game_id = pg.url.split("/")[-2]
     seats = [s["bot_name"] for s in api.get(f"/games/{game_id}")["seats"]]
     assert seats[1:] == ["house-random", "house-heuristic-partner", "house-random"], seats
+
+
+# --- 2. the play page before a seat is taken -------------------------------------------
+
+
+def shown_scores(pg: Any) -> list[int]:
+    return [int(x) for x in pg.eval_on_selector_all(
+        "#scoreboard [data-role=score]", "els => els.map(e => e.textContent)")]
+
+
+def test_the_play_page_before_a_seat_is_taken_draws_the_live_table(page, api, bots) -> None:
+    # Seed 3: the first kick scores (R6: a Six, 2–0) while the game waits for a player.
+    _host, host_token = api.bot("host")
+    waiting = api.post("/games", {"players": 2, "seed": 3}, host_token)
+    assert waiting["status"] == "waiting" and waiting["scores"] == [2, 0]
+    page.goto(f"/games/{waiting['id']}/play")
+    page.locator("#felt .seat").first.wait_for()
+    assert page.locator("#felt .seat").count() == 2
+    assert page.locator("#kicks [data-card]").count() == 1
+    wait_until(lambda: shown_scores(page) == [2, 0], 10, "the waiting game's score")
+    assert page.locator("#token-form").is_visible()  # the form beside the table
+
+    # A finished game: its final score and both hands, not an empty 0–0 table.
+    a_id, a_token = api.bot("left")
+    b_id, b_token = api.bot("right")
+    done = api.post("/games", {"players": 2, "seats": [a_id, b_id],
+                               "variants": {"target": 5}}, a_token)
+    bots(a_token)
+    bots(b_token)
+    final = wait_until(lambda: (v := api.get(f"/games/{done['id']}"))["status"] == "finished"
+                       and v, 120, "the game to finish", every=0.3)
+    page.goto(f"/games/{done['id']}/play")
+    page.locator('#status[data-status="finished"]').wait_for()
+    wait_until(lambda: shown_scores(page) == final["scores"], 10, "the final score")
+    assert page.locator("#felt .seat").count() == 2
+    screenshot(page, "play-before-seat")
+
+
+# --- 3. the person's token: shown once, kept with consent, resumed ------------------------
+
+
+def test_the_token_is_shown_once_and_a_remembered_player_resumes_from_the_lobby(
+        browser, service, api) -> None:
+    pg = new_page(browser, service, DESKTOP_800)
+    game_id = play_from_lobby(pg, keep=True)
+    box = pg.locator("#new-token")
+    assert box.is_visible()
+    token = pg.input_value("#new-token-value")
+    assert pg.get_attribute("#new-token-value", "type") == "text"  # copyable, not hidden
+    assert api.get("/bots/me", token)["name"] == "guest"
+    link = pg.input_value("#resume-link")
+    assert link.endswith(f"/games/{game_id}/play#token={token}")
+    assert pg.get_by_label("Player token", exact=True).input_value() == token
+    assert pg.locator("label[for=token]").inner_text() == "Your player token"
+    kept = pg.evaluate("JSON.parse(localStorage.getItem('allfours.player'))")
+    assert kept["token"] == token
+    screenshot(pg, "play-token")
+
+    # Shown once: a reload keeps the seat but not the token box.
+    pg.reload()
+    pg.locator("body[data-seat='0']").wait_for()
+    assert pg.locator("#new-token").is_hidden()
+
+    # The tab closes; another tab of this browser finds the game in the lobby and resumes.
+    context = pg.context
+    pg.close()
+    again = context.new_page()
+    again.goto("/")
+    resume = again.locator(f'#my-games-list li[data-game-id="{game_id}"] a.resume')
+    resume.wait_for()
+    resume.click()
+    again.wait_for_url(f"**/games/{game_id}/play")
+    again.locator("body[data-seat='0']").wait_for()
+    context.close()
+
+    # The resume link works in a browser that never saw the token.
+    other = new_page(browser, service, DESKTOP_800)
+    other.goto(link)
+    other.locator("body[data-seat='0']").wait_for()
+    assert "token" not in other.url  # not left in the address bar or history
+    other.context.close()
+
+
+def test_without_consent_nothing_is_kept_beyond_the_tab(page, api) -> None:
+    play_from_lobby(page, keep=False)
+    assert page.evaluate("localStorage.getItem('allfours.player')") is None
+    assert page.evaluate("sessionStorage.getItem('allfours.token')")
+
+
+def test_an_abandoned_game_against_the_house_ends_by_its_move_limit(page, api) -> None:
+    made = api.post("/house/games", {"players": 2, "opponent": "random", "move_limit": 5,
+                                     "variants": {"target": 2}})
+    game_id = made["game"]["id"]
+    assert made["game"]["move_limit"] == 5
+    page.goto("/")
+    live = page.locator(f'#live-games li[data-game-id="{game_id}"]')
+    # Nobody ever acts for the person: the service's default actions finish the game.
+    final = wait_until(lambda: (v := api.get(f"/games/{game_id}"))["status"] == "finished"
+                       and v, 240, "the abandoned game to end", every=1)
+    assert max(final["scores"]) >= 2
+    wait_until(lambda: live.count() == 0, 10, "the game to leave Live games")
