@@ -18,10 +18,11 @@ function gameItem(g) {
     el("span", { class: "vs", text: " vs " }),
     el("span", { class: "team-1-text", text: teamNames(g, 1) }));
   const li = el("li", { dataset: { gameId: g.id, status: g.status } });
-  const link = el("a", { href: `/games/${g.id}`, "aria-label": `Watch game ${g.id}`, text: g.status === "finished" ? "result" : "watch" });
+  const finished = g.status === "finished";
+  const link = el("a", { href: `/games/${g.id}`, "aria-label": `${finished ? "Result of" : "Watch"} game ${g.id}`, text: finished ? "result" : "watch" });
   const links = el("span", { class: "links" }, link);
-  if (g.status === "finished") links.append(el("a", { href: `/games/${g.id}/replay`, text: "replay" }));
-  if (g.status === "waiting") links.append(el("a", { href: `/games/${g.id}/play`, text: "play a seat" }));
+  if (finished) links.append(el("a", { href: `/games/${g.id}/replay`, "aria-label": `Replay game ${g.id}`, text: "replay" }));
+  if (g.status === "waiting") links.append(el("a", { href: `/games/${g.id}/play`, "aria-label": `Play a seat in game ${g.id}`, text: "play a seat" }));
   li.append(who, el("span", { class: "score", text: `${g.scores[0]}–${g.scores[1]}` }),
     el("span", { class: "muted small when", text: `${g.players}p · ${ago(g.created)}` }), links);
   return li;
