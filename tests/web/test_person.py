@@ -111,7 +111,30 @@ def test_a_person_plays_a_house_bot_from_the_lobby_to_the_end(sized_page, api) -
     assert final["status"] == "finished", final
     assert moves >= 3
     pg.locator('#status[data-status="finished"]').wait_for()
+
+    # 9. The end says who won from the person's side, the last hand's items, why it
+    # ended (R22: the first side to the target wins at once), and what next.
+    over = pg.locator("#game-over")
+    over.wait_for()
+    mine, theirs = final["scores"]
+    assert pg.inner_text("#game-over-h") == ("You won" if final["winner"] == 0 else "You lost")
+    assert f"You {mine} – {theirs} house-random" in pg.inner_text("#game-over-score")
+    rec = api.get(f"/games/{game_id}/record")
+    shown = pg.eval_on_selector_all("#game-over-items [data-item]", "els => els.map(e => "
+                                    "[e.dataset.item, e.dataset.team, +e.dataset.points])")
+    assert shown == [[i["item"], str(i["team"] if i["team"] is not None else ""), i["points"]]
+                     for i in rec["hands"][-1]["items"]]
+    last_item = [i for i in rec["hands"][-1]["items"] if i["team"] == final["winner"]][-1]
+    why = pg.inner_text("#game-over-why")
+    assert "reached 7 with" in why and f"in hand {len(rec['hands'])}" in why, why
+    assert pg.get_by_role("link", name="Back to the lobby").get_attribute("href") == "/"
+    assert last_item["item"]
     screenshot(pg, f"play-finished-{pg.size_name}")
+    pg.get_by_role("button", name="Rematch").click()
+    pg.wait_for_url(lambda url: "/play" in url and game_id not in url)
+    pg.locator("body[data-seat='0']").wait_for()
+    again = api.get(f"/games/{pg.url.split('/')[-2]}")
+    assert again["seats"][0]["bot_id"] == me["id"] and again["variants"]["target"] == 7
 
 
 def test_four_players_seat_the_person_with_a_house_partner(page, api) -> None:

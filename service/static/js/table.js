@@ -268,7 +268,12 @@ function renderSheet() {
 function renderStatus() {
   const st = $("status");
   let text = ctx.status;
-  if (model.over) text = `finished · ${TEAM_NAMES[model.winner]} wins ${model.scores[0]}–${model.scores[1]}`;
+  if (model.over) {
+    const mine = MODE === "play" && ctx.me !== null ? teamOf(ctx.me) : null;
+    text = mine === null
+      ? `finished · ${TEAM_NAMES[model.winner]} wins ${model.scores[0]}–${model.scores[1]}`
+      : `finished · you ${mine === model.winner ? "won" : "lost"} ${model.scores[mine]}–${model.scores[1 - mine]}`;
+  }
   else if (ctx.status === "active") text = MODE === "replay" ? "replay" : "live";
   else if (ctx.status === "waiting") text = "waiting for players";
   st.textContent = text;
@@ -297,6 +302,73 @@ function renderTurn() {
   info.dataset.turn = String(model.turn);
 }
 
+// --- the end of the game --------------------------------------------------------------------
+
+const MID_HAND = new Set(["kick", "give_one", "hang_jack"]);
+
+function gameOverWhy() {
+  const t = model.winner;
+  const last = [...model.items].reverse().find((it) => it.team === t) || model.lastScore;
+  const side = ctx.me !== null && MODE === "play" ? (teamOf(ctx.me) === t ? "Your side" : "The other side") : TEAM_NAMES[t];
+  if (!last) return `${side} reached ${model.target}.`;
+  const when = MID_HAND.has(last.item)
+    ? "before the hand was played out: the game ends the moment a side reaches the target"
+    : "at the count after the last trick; nothing after it was counted";
+  return `${side} reached ${model.target} with ${itemName(last.item)} in hand ${model.hand}, ${when}.`;
+}
+
+function houseOpponents() {
+  const names = ctx.seats.map((s) => s.bot_name || "");
+  const strategy = (n) => (n.match(/^house-([a-z]+)(-partner)?$/) || [])[1];
+  const opponent = strategy(names[1] || "");
+  if (!opponent) return null;
+  const out = { players: ctx.seats.length, opponent };
+  if (ctx.seats.length === 4) out.partner = strategy(names[2] || "") || opponent;
+  return out;
+}
+
+function renderGameOver() {
+  const box = $("game-over");
+  if (!model.over || model.winner === null || MODE === "replay") { box.hidden = true; return; }
+  const t = model.winner;
+  const mine = MODE === "play" && ctx.me !== null ? teamOf(ctx.me) : null;
+  const other = mine === null ? null : 1 - mine;
+  let head;
+  let score;
+  if (mine !== null) {
+    head = mine === t ? "You won" : "You lost";
+    score = `You ${model.scores[mine]} – ${model.scores[other]} ${teamMembers(other)}`;
+  } else {
+    head = `${TEAM_NAMES[t]} (${teamMembers(t)}) won`;
+    score = `${TEAM_NAMES[0]} ${model.scores[0]} – ${model.scores[1]} ${TEAM_NAMES[1]}`;
+  }
+  $("game-over-h").textContent = head;
+  box.dataset.result = mine === null ? `team-${t}` : (mine === t ? "won" : "lost");
+  $("game-over-score").textContent = score;
+  $("game-over-why").textContent = gameOverWhy();
+  fill($("game-over-items"), model.items.map(itemEl));
+  $("rematch").hidden = !(MODE === "play" && ctx.token && houseOpponents());
+  box.hidden = false;
+}
+
+async function rematch() {
+  const how = houseOpponents();
+  if (!how || !ctx.view) return;
+  $("rematch").disabled = true;
+  try {
+    const made = await api("/house/games", {
+      method: "POST", token: ctx.token,
+      body: { ...how, variants: ctx.view.variants, move_limit: ctx.view.move_limit || 60 },
+    });
+    addGame(made.game.id, made.seat);
+    location.assign(`/games/${made.game.id}/play`);
+  } catch (e) {
+    showError(problemText(e));
+    $("rematch").disabled = false;
+  }
+}
+$("rematch").addEventListener("click", rematch);
+
 function render() {
   const n = model.players || (ctx.view && ctx.view.players) || 2;
   for (const p of ["bottom", "right", "top", "left"]) $(`pos-${p}`).replaceChildren();
@@ -309,6 +381,7 @@ function render() {
   renderLog();
   renderSheet();
   renderStatus();
+  renderGameOver();
   // State for scripts and tests: what the page shows, in one place.
   body.dataset.status = model.over ? "finished" : ctx.status;
   if (ctx.view) body.dataset.version = String(ctx.view.version);
