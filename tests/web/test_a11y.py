@@ -102,3 +102,67 @@ def test_every_page_has_no_serious_accessibility_violation(browser, service, pag
         assert not problems, problems
     finally:
         pg.context.close()
+
+
+# --- 10, 11: smaller things, and phone sizes ------------------------------------------------
+
+
+def box(pg: Any, selector: str) -> dict[str, float]:
+    return pg.eval_on_selector(selector, """e => { const r = e.getBoundingClientRect();
+        return {x: r.x, y: r.y, w: r.width, h: r.height}; }""")
+
+
+def test_an_unknown_game_says_so(browser, service, pages) -> None:
+    pg = new_page(browser, service, DESKTOP_800)
+    try:
+        pg.goto(pages["unknown-game"])
+        pg.locator("body[data-failed=true]").wait_for()
+        assert pg.inner_text("#status") == "not found"
+    finally:
+        pg.context.close()
+
+
+def test_tournament_heads_colours_and_phone_columns(browser, service, pages) -> None:
+    pg = new_page(browser, service, PHONE)
+    try:
+        pg.goto(pages["tournament"])
+        pg.locator("#standings tbody tr").first.wait_for()
+        heads = pg.eval_on_selector_all("#standings th", "els => els.map(e => e.innerText)")
+        assert "Rating (μ ± σ)" in heads, heads  # not upper-cased to "Μ ± Σ"
+        # On a phone every shown column fits: rating and ordinal are not cut off.
+        widths = pg.eval_on_selector("#standings", "w => [w.scrollWidth, w.clientWidth, "
+                                     "[...w.querySelectorAll('tr:first-child > *')].map("
+                                     "c => c.offsetWidth)]")
+        assert widths[0] <= widths[1] + 1, widths
+        for col in ("rating", "ordinal"):
+            cell = box(pg, f"#standings tbody tr [data-col={col}]")
+            assert cell["w"] > 0 and cell["x"] + cell["w"] <= PHONE["width"], (col, cell)
+        # The chart's bot colours are not the teams' colours.
+        team = pg.evaluate("""() => { const s = getComputedStyle(document.documentElement);
+            return [s.getPropertyValue('--team0').trim(), s.getPropertyValue('--team1').trim()]
+                .map(c => c.toLowerCase()); }""")
+        strokes = pg.eval_on_selector_all("#chart polyline",
+                                          "els => els.map(e => e.getAttribute('stroke'))")
+        assert strokes and not set(s.lower() for s in strokes) & set(team), (strokes, team)
+    finally:
+        pg.context.close()
+
+
+def test_the_replay_bar_on_a_phone_covers_no_seat_and_keeps_its_buttons_on_one_line(
+        browser, service, pages) -> None:
+    pg = new_page(browser, service, PHONE)
+    try:
+        pg.goto(pages["replay"])
+        pg.locator("#rp-pos[data-step]").wait_for()
+        heights = {b: box(pg, f"#{b}")["h"] for b in ("rp-start", "rp-end", "rp-next-hand")}
+        assert len(set(heights.values())) == 1, heights  # "▶|" does not wrap
+        seat = pg.locator("#pos-bottom .seat")
+        seat.evaluate("e => e.scrollIntoView({block: 'end'})")
+        time.sleep(0.2)
+        assert seat.is_visible()
+        a, b = box(pg, "#pos-bottom .seat"), box(pg, "#replay-bar")
+        dx = min(a["x"] + a["w"], b["x"] + b["w"]) - max(a["x"], b["x"])
+        dy = min(a["y"] + a["h"], b["y"] + b["h"]) - max(a["y"], b["y"])
+        assert dx <= 0 or dy <= 0, (a, b)
+    finally:
+        pg.context.close()

@@ -791,7 +791,12 @@ async function replay() {
 setInterval(renderTurn, 1000);
 const start = { watch, play, replay }[MODE];
 start().catch((e) => {
-  showError(e instanceof ApiError && e.status === 404 ? "No such game." : problemText(e));
+  const unknown = e instanceof ApiError && e.status === 404;
+  showError(unknown ? "No such game." : problemText(e));
+  const badge = $("status");
+  badge.textContent = unknown ? "not found" : "could not load";
+  badge.dataset.status = unknown ? "not-found" : "error";
+  badge.className = "badge status-error";
   body.dataset.failed = "true";
 });
 window.__arena = { get model() { return model; }, ctx };
