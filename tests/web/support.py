@@ -65,6 +65,7 @@ class Service:
             "ARENA_RATE_LIMIT": "0",
             "ARENA_ADMIN_TOKEN": ADMIN,
             "ARENA_SSE_KEEPALIVE": "2",
+            "ARENA_LOBBY_IDLE_S": "8",
             "WEB_CONCURRENCY": "2",
         }
         self.log = log

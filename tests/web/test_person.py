@@ -251,3 +251,16 @@ def test_an_abandoned_game_against_the_house_ends_by_its_move_limit(page, api) -
                        and v, 240, "the abandoned game to end", every=1)
     assert max(final["scores"]) >= 2
     wait_until(lambda: live.count() == 0, 10, "the game to leave Live games")
+
+
+def test_a_game_nobody_moves_in_leaves_live_games(page, api) -> None:
+    """The service under test runs with ARENA_LOBBY_IDLE_S=8 (support.Service)."""
+    (a, ta), (b, _tb) = api.bot("gone"), api.bot("away")
+    game = api.post("/games", {"players": 2, "seats": [a, b]}, ta)
+    assert game["status"] == "active" and game["move_limit"] is None
+    page.goto("/")
+    row = page.locator(f'#live-games li[data-game-id="{game["id"]}"]')
+    row.wait_for()
+    wait_until(lambda: row.count() == 0, 20, "the idle game to leave Live games", every=0.5)
+    assert "idle" in page.inner_text("#live-idle")
+    assert api.get(f"/games/{game['id']}")["status"] == "active"  # only the lobby hides it

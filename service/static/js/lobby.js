@@ -57,8 +57,15 @@ async function refresh() {
       apiOrNull("/tournaments?limit=10"),
       apiOrNull("/leaderboard"),
     ]);
-    fill($("live-games"), live.items.map(gameItem));
-    $("live-count").textContent = live.items.length ? `(${live.items.length}${live.next_cursor ? "+" : ""})` : "";
+    // A game nobody has moved in for a long time (abandoned, with no move limit) is not "live".
+    const idleAfter = Number($("live-games").dataset.idleAfter) || 600;
+    const now = Date.now() / 1000;
+    const moving = live.items.filter((g) => !g.updated_at || now - g.updated_at <= idleAfter);
+    const idle = live.items.length - moving.length;
+    fill($("live-games"), moving.map(gameItem));
+    $("live-count").textContent = moving.length ? `(${moving.length}${live.next_cursor ? "+" : ""})` : "";
+    $("live-idle").hidden = !idle;
+    $("live-idle").textContent = idle ? `${idle} idle ${idle === 1 ? "game" : "games"} not shown (no move for ${Math.round(idleAfter / 60) || 1} min)` : "";
     fill($("waiting-games"), waiting.items.map(gameItem));
     fill($("finished-games"), done.items.map(gameItem));
     $("tournaments-panel").hidden = tours === null;
