@@ -582,7 +582,7 @@ class HouseGameCreate(Strict):
     partner = fields.Str(
         validate=validate.OneOf(HOUSE_STRATEGIES),
         metadata={"description": "4 players: the house bot in seat 2, your partner "
-                  "(default: the opponent's strategy)"},
+                  "(default: the opponent's strategy); ignored with 2 players"},
     )
     variants = fields.Nested(VariantsIn, metadata={"description": "house rules (all optional)"})
     move_limit = JsonNumber(
@@ -597,11 +597,6 @@ class HouseGameCreate(Strict):
         metadata={"description": "your display name, when no token is sent and a new "
                   "account is registered"},
     )
-
-    @validates_schema
-    def _partner_only_for_four(self, data: dict, **_: object) -> None:
-        if data.get("partner") is not None and data.get("players") != 4:
-            raise ValidationError("only a 4-player game has a partner", "partner")
 
 
 class HouseGame(Out):

@@ -12,6 +12,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from service import house
 from service.app import create_app
 from tests.conftest import REDIS_URL
 
@@ -23,6 +24,10 @@ def api_schema(key_prefix):
     c = app.test_client()
     bot = c.post("/bots", json={"name": "fuzz"}).json
     c.post("/games", json={"players": 2}, headers={"Authorization": f"Bearer {bot['token']}"})
+    # House bots "running" (their accounts and alive key, as service.house leaves them),
+    # so POST /house/games answers 201, not 503.
+    house.ensure_accounts(app.extensions["arena"].store)
+    house.beat(app.extensions["arena"].store)
     schema = schemathesis.openapi.from_wsgi("/openapi.yaml", app)
     TOKEN["value"] = bot["token"]
     return schema
