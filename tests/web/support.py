@@ -69,6 +69,7 @@ class Service:
             "WEB_CONCURRENCY": "2",
         }
         self.log = log
+        self.house: subprocess.Popen[bytes] | None = None
         self._out = log.open("wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", "python:service.gunicorn_conf",
@@ -87,21 +88,21 @@ class Service:
 
         wait_until(up, 60, "the service to answer /readyz", every=0.2)
         # The house bots, as `allfours serve` runs them: their own process, over HTTP.
-        self.house = subprocess.Popen(
+        house = self.house = subprocess.Popen(
             [sys.executable, "-m", "service.house", "--server", self.base],
             cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
 
         def house_up() -> bool:
-            if self.house.poll() is not None:
+            if house.poll() is not None:
                 raise AssertionError(f"house bots exited: {self.log.read_text()[-2000:]}")
             return bool(_redis().exists(f"{prefix}house:alive"))
 
         wait_until(house_up, 60, "the house bots to start", every=0.2)
 
     def stop(self) -> None:
-        if self.house.poll() is None:
+        if self.house is not None and self.house.poll() is None:
             self.house.terminate()
             try:
                 self.house.wait(20)

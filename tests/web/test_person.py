@@ -8,6 +8,7 @@ idea of the game.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -247,8 +248,17 @@ def test_an_abandoned_game_against_the_house_ends_by_its_move_limit(page, api) -
     page.goto("/")
     live = page.locator(f'#live-games li[data-game-id="{game_id}"]')
     # Nobody ever acts for the person: the service's default actions finish the game.
-    final = wait_until(lambda: (v := api.get(f"/games/{game_id}"))["status"] == "finished"
-                       and v, 240, "the abandoned game to end", every=1)
+    seen: list[tuple] = []
+
+    def ended() -> Any:
+        v = api.get(f"/games/{game_id}")
+        seen.append((round(time.time()), v["version"], v["turn"], v["time_left"]))
+        return v["status"] == "finished" and v
+
+    try:
+        final = wait_until(ended, 240, "the abandoned game to end", every=1)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; (time, version, turn, time_left): {seen[::10]}") from None
     assert max(final["scores"]) >= 2
     wait_until(lambda: live.count() == 0, 10, "the game to leave Live games")
 
