@@ -106,8 +106,9 @@ def test_partners_sharing_a_name_are_told_apart_and_the_clock_counts_from_the_la
     time.sleep(4)  # the seat in turn has been thinking since the last move
 
     page.goto(f"/games/{game_id}")
-    page.locator("#turn-info[data-turn]").wait_for()
     turn = view["turn"]
+    page.locator(f'#turn-info[data-turn="{turn}"]').wait_for()  # the backlog is in
+    page.locator("#last-trick figure").first.wait_for()
     name = "search" if turn % 2 == 0 else "heuristic"
     info = page.inner_text("#turn-info")
     assert info.startswith(f"{name} (seat {turn}) to play"), info
