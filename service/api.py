@@ -20,7 +20,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, request
 from marshmallow import Schema, ValidationError
 
-from . import limits
+from . import house, limits
 from . import schemas as s
 from .arena import Arena, dumps
 from .problems import Problem
@@ -670,6 +670,40 @@ def get_standings(tournament_id: str) -> Response:
 )
 def leaderboard() -> Response:
     return respond(sch(s.Leaderboard), tournaments().leaderboard())
+
+
+# --- house bots ------------------------------------------------------------------------------
+
+
+@bp.post("/house/games")
+@operation(
+    summary="Play the house bots: one call seats you against the service's own bots",
+    description="Creates a game with you in seat 0 and house bots (the built-in random, "
+    "heuristic or search strategies, run by this service) in the other seats: opponents "
+    "in seats 1 and 3, your partner in seat 2. Without a token, a new account is "
+    "registered for you first and returned with its token (shown only here). The game has "
+    "a move limit. 503 when this service runs no house bots.",
+    tags=("games",),
+    body=s.HouseGameCreate,
+    response=s.HouseGame,
+    status=201,
+    auth="optional",
+    example={"players": 2, "opponent": "heuristic", "variants": {"target": 7}},
+)
+def create_house_game(bot_id: str | None, body: dict[str, Any]) -> Response:
+    a = arena()
+    seats = house.seats_for(a.store, bot_id, body["players"], body["opponent"],
+                            body.get("partner"))
+    player = None
+    if bot_id is None:
+        player = a.register_bot(body["name"])
+        seats[0] = player["id"]
+    game = a.create_game(seats[0], {
+        "players": body["players"], "variants": body.get("variants") or {},
+        "seats": seats, "move_limit": body["move_limit"],
+    })
+    return respond(sch(s.HouseGame), {"game": game, "seat": 0, "player": player}, 201,
+                   {"Location": f"/games/{game['id']}"})
 
 
 def operations(app_rules: Iterable[Any], views: dict[str, Any]) -> list[tuple[str, str, Any]]:

@@ -51,7 +51,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from .serve import serve
 
-    return serve(args.host, args.port, args.workers, args.data_dir, args.app)
+    return serve(args.host, args.port, args.workers, args.data_dir, args.app,
+                 house_bots=False if args.no_house_bots else None)
 
 
 def _cmd_bot(args: argparse.Namespace) -> int:
@@ -156,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="embedded Redis data directory (default $ARENA_DATA_DIR or ./data)",
     )
+    srv.add_argument("--no-house-bots", action="store_true",
+                     help="do not run the house bots (also: ARENA_HOUSE_BOTS=0)")
     srv.add_argument("--app", default="service.wsgi:app", help=argparse.SUPPRESS)
     srv.set_defaults(func=_cmd_serve)
     server_default = os.environ.get("ALLFOURS_SERVER", "http://127.0.0.1:8000")

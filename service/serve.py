@@ -62,6 +62,7 @@ def serve(
     workers: int | None = None,
     data_dir: str | os.PathLike[str] | None = None,
     app: str = DEFAULT_APP,
+    house_bots: bool | None = None,
 ) -> int:
     """Run until gunicorn exits or we are told to stop; return the exit status.
 
@@ -71,6 +72,7 @@ def serve(
     env = os.environ.copy()
     embedded: EmbeddedRedis | None = None
     gunicorn: subprocess.Popen[bytes] | None = None
+    house_proc: subprocess.Popen[bytes] | None = None
     stopping = False
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -111,6 +113,7 @@ def serve(
             start_new_session=True,
             preexec_fn=die_with_parent,  # safe: serve starts no threads
         )
+        house_proc = _start_house_bots(env, shown, port, house_bots)
         status = gunicorn.wait()
         if stopping:
             _log("stopped")
@@ -126,6 +129,7 @@ def serve(
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _stop_house_bots(house_proc)
         try:
             if gunicorn is not None and gunicorn.poll() is None:
                 gunicorn.terminate()
@@ -140,6 +144,34 @@ def serve(
                 _log("embedded valkey-server stopped")
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def _start_house_bots(env: dict[str, str], host: str, port: int,
+                      wanted: bool | None) -> subprocess.Popen[bytes] | None:
+    """The house bots (``service.house``): a process of their own playing over HTTP, as
+    any bot would. Off with ``--no-house-bots`` or ``ARENA_HOUSE_BOTS=0``."""
+    from .house import enabled
+
+    if wanted is False or (wanted is None and not enabled(env)):
+        _log("house bots off")
+        return None
+    server = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    _log("starting the house bots (random, heuristic, search)")
+    return subprocess.Popen(
+        [sys.executable, "-m", "service.house", "--server", server],
+        env=env, start_new_session=True, preexec_fn=die_with_parent,
+    )
+
+
+def _stop_house_bots(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(_STOP_WAIT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _redacted(url: str) -> str:

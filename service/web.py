@@ -17,6 +17,7 @@ URLs:
 
 from __future__ import annotations
 
+import os
 import re
 
 from flask import Blueprint, Response, render_template, request
@@ -74,9 +75,19 @@ def _vary_accept(resp: Response) -> Response:
     return resp
 
 
+def lobby_idle_after() -> int:
+    """Seconds without a move after which a live game leaves the lobby's "Live games"
+    (``ARENA_LOBBY_IDLE_S``, default 600): an abandoned game with no move limit would
+    otherwise sit there for ever. Games with a move limit keep moving by themselves."""
+    try:
+        return max(1, int(os.environ.get("ARENA_LOBBY_IDLE_S", "600")))
+    except ValueError:
+        return 600
+
+
 @bp.get("/")
 def lobby() -> Response:
-    return page("web/lobby.html", title="Lobby")
+    return page("web/lobby.html", title="Lobby", idle_after=str(lobby_idle_after()))
 
 
 @bp.get("/games/<game_id>/replay")

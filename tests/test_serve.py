@@ -504,3 +504,61 @@ def test_worker_count_comes_from_web_concurrency_unless_given(monkeypatch) -> No
     assert importlib.reload(gunicorn_conf).workers == 3
     monkeypatch.delenv("WEB_CONCURRENCY")
     assert importlib.reload(gunicorn_conf).workers == 2
+
+
+# --- house bots (issue 15) ---------------------------------------------------------------
+
+
+def _post_json(url: str, body: dict, timeout: float = 5.0) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def test_serve_runs_the_house_bots_and_a_person_gets_a_game_against_them(serve) -> None:
+    service = serve()
+    service.wait_healthy()
+    answers: list[tuple[int, dict]] = []
+
+    def seated() -> bool:
+        answers.append(_post_json(service.url("/house/games"),
+                                  {"players": 4, "opponent": "random", "partner": "random"}))
+        return answers[-1][0] == 201
+
+    wait_for(seated, START_TIMEOUT, f"a house game; answers: {answers[-3:]}")
+    made = answers[-1][1]
+    assert made["player"]["token"] and made["seat"] == 0
+    game = made["game"]
+    assert [s["bot_name"] for s in game["seats"]][1:] == [
+        "house-random", "house-random-partner", "house-random"]
+    assert game["move_limit"] and game["status"] == "active"
+    processes = descendants(service.proc.pid)
+    assert any("service.house" in c for c in processes.values()), processes
+
+    # The house bots play their seats: the game moves on without the person until seat 0
+    # is to act (the dealer's left begs or stands first, so at least one house move when
+    # seat 0 is not the first to decide).
+    def view() -> dict:
+        with urllib.request.urlopen(service.url(f"/games/{game['id']}"), timeout=5) as r:
+            return json.loads(r.read())
+
+    wait_for(lambda: view()["turn"] == 0, 30, "the house bots to play up to seat 0's turn")
+    children = dict(processes)
+    assert service.stop(signal.SIGTERM) == 0
+    wait_for(lambda: not any(alive(pid) for pid in children), 20, "children to exit")
+
+
+def test_house_bots_can_be_switched_off(serve) -> None:
+    service = serve(ARENA_HOUSE_BOTS="0")
+    service.wait_healthy()
+    assert "house bots off" in service.output()
+    status, problem = _post_json(service.url("/house/games"), {"players": 2})
+    assert status == 503 and problem["type"] == "/problems/service-unavailable", problem
+    assert not any("service.house" in c for c in descendants(service.proc.pid).values())
+    from service.cli import build_parser
+
+    assert build_parser().parse_args(["serve", "--no-house-bots"]).no_house_bots is True

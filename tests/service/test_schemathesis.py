@@ -27,6 +27,7 @@ from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.config import SchemathesisConfig
 from schemathesis.generation.meta import GenerationMode
 
+from service import house
 from service.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN
@@ -63,6 +64,10 @@ class Arena:
         self.entrants = [bot["id"]] + [c.post("/bots", json={"name": f"e{i}"}).json["id"]
                                        for i in range(3)]
         c.post("/games", json={"players": 2}, headers={"Authorization": f"Bearer {self.token}"})
+        # House bots "running" (their accounts and alive key, as service.house leaves them),
+        # so POST /house/games answers 201, not 503.
+        house.ensure_accounts(self.app.extensions["arena"].store)
+        house.beat(self.app.extensions["arena"].store)
 
     def schema(self, config: SchemathesisConfig = CONFIG) -> Any:
         schema = schemathesis.openapi.from_wsgi("/openapi.yaml", self.app, config=config)

@@ -43,6 +43,12 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def _redis() -> Any:
+    import redis
+
+    return redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+
+
 # --- the service ---------------------------------------------------------------------------
 
 
@@ -59,9 +65,11 @@ class Service:
             "ARENA_RATE_LIMIT": "0",
             "ARENA_ADMIN_TOKEN": ADMIN,
             "ARENA_SSE_KEEPALIVE": "2",
+            "ARENA_LOBBY_IDLE_S": "8",
             "WEB_CONCURRENCY": "2",
         }
         self.log = log
+        self.house: subprocess.Popen[bytes] | None = None
         self._out = log.open("wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", "python:service.gunicorn_conf",
@@ -79,8 +87,28 @@ class Service:
                 return False
 
         wait_until(up, 60, "the service to answer /readyz", every=0.2)
+        # The house bots, as `allfours serve` runs them: their own process, over HTTP.
+        house = self.house = subprocess.Popen(
+            [sys.executable, "-m", "service.house", "--server", self.base],
+            cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+        def house_up() -> bool:
+            if house.poll() is not None:
+                raise AssertionError(f"house bots exited: {self.log.read_text()[-2000:]}")
+            return bool(_redis().exists(f"{prefix}house:alive"))
+
+        wait_until(house_up, 60, "the house bots to start", every=0.2)
 
     def stop(self) -> None:
+        if self.house is not None and self.house.poll() is None:
+            self.house.terminate()
+            try:
+                self.house.wait(20)
+            except subprocess.TimeoutExpired:
+                self.house.kill()
+                self.house.wait(10)
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:

@@ -327,7 +327,7 @@ def test_a_person_plays_a_whole_game_against_the_random_bot(page, api, bots):
 
     page.goto(f"/games/{game_id}/play")
     page.fill("#token", human_token)
-    page.click("text=Use token")
+    page.click("text=Take my seat")
     page.click('button.take-seat[data-seat="0"]')
     page.locator("body[data-seat='0']").wait_for()
 

@@ -46,17 +46,17 @@ export function openEvents(path, { token = null, onEvents, onState = () => {} })
     const es = new EventSource(path);
     let batch = [];
     let scheduled = false;
-    const flush = () => {
+    const flush = (final = false) => {
       scheduled = false;
       const out = batch;
       batch = [];
-      if (out.length) onEvents(out);
+      if (out.length && (!closed || final)) onEvents(out);
     };
     const onMessage = (ev) => {
       if (closed) return;
       const data = JSON.parse(ev.data);
       batch.push({ id: ev.lastEventId, type: ev.type, data });
-      if (ev.type === "game_over") { es.close(); closed = true; flush(); onState("ended"); return; }
+      if (ev.type === "game_over") { es.close(); closed = true; flush(true); onState("ended"); return; }
       if (!scheduled) { scheduled = true; setTimeout(flush, 0); }
     };
     for (const t of EVENT_TYPES) es.addEventListener(t, onMessage);

@@ -50,7 +50,12 @@ export function cardEl(code, { onPlay = null, legal = false, extra = "" } = {}) 
   el.dataset.card = code;
   if (onPlay) {
     el.type = "button";
-    el.setAttribute("aria-label", `${legal ? "Play" : "Cannot play"} ${cardName(code)}`);
+    // The name is the button's own (screen-reader-only) text, not an aria-label: the
+    // corners and pip are hidden from assistive technology.
+    const name = document.createElement("span");
+    name.className = "sr-only";
+    name.textContent = `${legal ? "Play" : "Cannot play"} ${cardName(code)}`;
+    el.append(name);
     el.disabled = !legal;
     el.classList.add(legal ? "legal" : "illegal");
     if (legal) el.addEventListener("click", () => onPlay(code));

@@ -1,7 +1,8 @@
 // The lobby: live, waiting and finished games, tournaments and the leaderboard,
 // refreshed every few seconds from the public API.
 
-import { ago, api, apiOrNull, el, fill } from "./api.js";
+import { ago, api, apiOrNull, ApiError, el, fill } from "./api.js";
+import { addGame, currentToken, forget, keepToken, markFresh, myGames, remembered } from "./player.js";
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
@@ -17,10 +18,11 @@ function gameItem(g) {
     el("span", { class: "vs", text: " vs " }),
     el("span", { class: "team-1-text", text: teamNames(g, 1) }));
   const li = el("li", { dataset: { gameId: g.id, status: g.status } });
-  const link = el("a", { href: `/games/${g.id}`, "aria-label": `Watch game ${g.id}`, text: g.status === "finished" ? "result" : "watch" });
+  const finished = g.status === "finished";
+  const link = el("a", { href: `/games/${g.id}`, "aria-label": `${finished ? "Result of" : "Watch"} game ${g.id}`, text: finished ? "result" : "watch" });
   const links = el("span", { class: "links" }, link);
-  if (g.status === "finished") links.append(el("a", { href: `/games/${g.id}/replay`, text: "replay" }));
-  if (g.status === "waiting") links.append(el("a", { href: `/games/${g.id}/play`, text: "play a seat" }));
+  if (finished) links.append(el("a", { href: `/games/${g.id}/replay`, "aria-label": `Replay game ${g.id}`, text: "replay" }));
+  if (g.status === "waiting") links.append(el("a", { href: `/games/${g.id}/play`, "aria-label": `Play a seat in game ${g.id}`, text: "play a seat" }));
   // scores are null while a tournament's duplicate deal is still played at another table
   li.append(who, el("span", { class: "score", text: g.scores ? `${g.scores[0]}–${g.scores[1]}` : "–" }),
     el("span", { class: "muted small when", text: `${g.players}p · ${ago(g.created)}` }), links);
@@ -56,8 +58,15 @@ async function refresh() {
       apiOrNull("/tournaments?limit=10"),
       apiOrNull("/leaderboard"),
     ]);
-    fill($("live-games"), live.items.map(gameItem));
-    $("live-count").textContent = live.items.length ? `(${live.items.length}${live.next_cursor ? "+" : ""})` : "";
+    // A game nobody has moved in for a long time (abandoned, with no move limit) is not "live".
+    const idleAfter = Number($("live-games").dataset.idleAfter) || 600;
+    const now = Date.now() / 1000;
+    const moving = live.items.filter((g) => !g.updated_at || now - g.updated_at <= idleAfter);
+    const idle = live.items.length - moving.length;
+    fill($("live-games"), moving.map(gameItem));
+    $("live-count").textContent = moving.length ? `(${moving.length}${live.next_cursor ? "+" : ""})` : "";
+    $("live-idle").hidden = !idle;
+    $("live-idle").textContent = idle ? `${idle} idle ${idle === 1 ? "game" : "games"} not shown (no move for ${Math.round(idleAfter / 60) || 1} min)` : "";
     fill($("waiting-games"), waiting.items.map(gameItem));
     fill($("finished-games"), done.items.map(gameItem));
     $("tournaments-panel").hidden = tours === null;
@@ -74,3 +83,86 @@ async function refresh() {
 refresh();
 setInterval(() => { if (!document.hidden) refresh(); }, REFRESH_MS);
 document.addEventListener("visibilitychange", () => { if (!document.hidden) refresh(); });
+
+// --- play against a bot ------------------------------------------------------------------
+
+const form = $("house-form");
+const playersValue = () => Number(form.querySelector("input[name=players]:checked").value);
+function syncPartner() { $("hf-partner-field").hidden = playersValue() !== 4; }
+form.addEventListener("change", syncPartner);
+syncPartner();
+const kept = remembered();
+if (kept) {
+  $("hf-keep").checked = true;
+  $("hf-name").value = kept.name;
+}
+
+function formError(msg) {
+  const box = $("hf-error");
+  box.hidden = !msg;
+  box.textContent = msg || "";
+}
+
+async function createHouseGame(token) {
+  const body = {
+    players: playersValue(),
+    opponent: $("hf-opponent").value,
+    variants: { target: Number($("hf-target").value), under_trumping: $("hf-under").checked },
+    name: $("hf-name").value.trim() || "guest",
+  };
+  if (body.players === 4) body.partner = $("hf-partner").value;
+  return api("/house/games", { method: "POST", body, token });
+}
+
+form.addEventListener("submit", async (e) => {
+  e.preventDefault();
+  formError(null);
+  const button = $("hf-play");
+  button.disabled = true;
+  try {
+    let token = currentToken();
+    let made;
+    try {
+      made = await createHouseGame(token);
+    } catch (err) {
+      if (!(token && err instanceof ApiError && err.status === 401)) throw err;
+      forget();  // a token this service no longer knows: start afresh
+      token = null;
+      made = await createHouseGame(null);
+    }
+    if (made.player) {
+      keepToken(made.player.token, { id: made.player.id, name: made.player.name }, $("hf-keep").checked);
+      markFresh(made.player);
+    } else if (token) {
+      const me = remembered();
+      keepToken(token, me, $("hf-keep").checked && !!me);
+    }
+    addGame(made.game.id, made.seat);
+    location.assign(`/games/${made.game.id}/play`);
+  } catch (err) {
+    const p = err instanceof ApiError ? err.problem : {};
+    formError(`Could not start the game: ${(p && p.detail) || err.message}`);
+    button.disabled = false;
+  }
+});
+
+$("forget-me").addEventListener("click", () => { forget(); $("hf-keep").checked = false; showMyGames(); });
+
+async function showMyGames() {
+  const mine = myGames();
+  $("my-games").hidden = !mine.length;
+  if (!mine.length) return;
+  const rows = await Promise.all(mine.slice(0, 5).map((g) => apiOrNull(`/games/${g.id}`).catch(() => null)));
+  fill($("my-games-list"), rows.filter(Boolean).map((v) => {
+    const live = v.status !== "finished";
+    return el("li", { dataset: { gameId: v.id } },
+      el("span", { class: "who", text: `${v.players}p · ${v.seats.filter((s) => s.seat % 2 === 1).map((s) => s.bot_name)[0] || "?"}` }),
+      el("span", { class: "score", text: `${v.scores[0]}–${v.scores[1]}` }),
+      el("span", { class: "links" }, el("a", {
+        href: `/games/${v.id}/play`, class: "resume",
+        text: live ? "resume" : "result",
+        "aria-label": `${live ? "Resume" : "Result of"} your game ${v.id}`,
+      })));
+  }));
+}
+showMyGames();

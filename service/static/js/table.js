@@ -4,6 +4,7 @@
 import { api, apiOrNull, ApiError, openEvents, el, fill } from "./api.js";
 import { cardEl, cardName, hiddenHand, sortCards, suitBadge, suitName } from "./cards.js";
 import { applyEvent, itemName, modelAt, newModel, stepsFromRecord } from "./model.js";
+import { addGame, currentToken, keepToken, remembered, takeFresh } from "./player.js";
 
 const body = document.body;
 const GAME = body.dataset.gameId;
@@ -35,9 +36,11 @@ let model = newModel();
 function seatName(s) {
   const info = ctx.seats[s];
   const name = info && info.bot_name ? info.bot_name : "open seat";
-  return name;
+  // Partners (or one bot in several seats) can share a name: then say which seat.
+  const shared = ctx.seats.filter((x) => (x.bot_name || "open seat") === name).length > 1;
+  return shared ? `${name} (seat ${s})` : name;
 }
-function seatLabel(s) { return `${seatName(s)} (seat ${s})`; }
+function seatLabel(s) { const n = seatName(s); return n.endsWith(`(seat ${s})`) ? n : `${n} (seat ${s})`; }
 function teamOf(s) { return s % 2; }
 function teamMembers(t) {
   const n = model.players || (ctx.view && ctx.view.players) || 0;
@@ -45,7 +48,28 @@ function teamMembers(t) {
   for (let s = t; s < n; s += 2) out.push(seatName(s));
   return out.join(" & ");
 }
-function announce(text) { $("announce").textContent = text; }
+// The live region: each message is added as its own line (a polite live region reads
+// additions in order), so a batch of events is a queue of messages, none overwritten.
+function announce(text) {
+  const region = $("announce");
+  const line = document.createElement("p");
+  line.textContent = text;
+  region.append(line);
+  while (region.childElementCount > 20) region.firstElementChild.remove();
+}
+function spoken(ev) {
+  const d = ev.data;
+  switch (ev.type) {
+    case "card_played": return `${seatName(d.seat)} plays ${cardName(d.card)}`;
+    case "trick_won": return `${seatName(d.winner)} wins the trick`;
+    case "score": return d.item === "kick" ? null : itemText(d);
+    case "stand": case "beg": case "give_one": case "run_pack": case "trump":
+      return logText(model.log[model.log.length - 1]);
+    case "kick": return `Kick: ${cardName(d.card)}${d.points ? `, ${TEAM_NAMES[d.team]} +${d.points}` : ""}`;
+    case "game_over": return logText(model.log[model.log.length - 1]);
+    default: return null;
+  }
+}
 
 function showError(msg) {
   const box = $("error");
@@ -118,7 +142,13 @@ function renderSeat(seat) {
     el("span", { class: "seat-name", text: seatName(seat) }),
     el("span", { class: "seat-meta muted", text: `seat ${seat} · ${TEAM_NAMES[teamOf(seat)]}` }));
   if (model.dealer === seat) head.append(el("span", { class: "chip dealer", title: "Dealer", text: "Dealer", dataset: { role: "dealer" } }));
-  if (model.beggar === seat) head.append(el("span", { class: "chip beggar", title: "Beggar (plays first)", text: "Beggar", dataset: { role: "beggar" } }));
+  if (model.beggar === seat) {
+    const said = { stood: "Stood", begged: "Begged", gave_one: "Begged", ran_pack: "Begged" }[model.beg];
+    head.append(el("span", { class: `chip beggar${said ? " decided" : ""}`, title: said ? `The beggar ${said.toLowerCase()}` : "Beggar (stands or begs, then leads)", text: said || "Beggar", dataset: { role: "beggar", decision: model.beg === "stood" ? "stand" : said ? "beg" : "" } }));
+  }
+  if (model.dealer === seat && (model.beg === "gave_one" || model.beg === "ran_pack")) {
+    head.append(el("span", { class: "chip decided", text: model.beg === "gave_one" ? "Gave one" : "Ran the pack", dataset: { role: "decision", decision: model.beg === "gave_one" ? "give_one" : "run_pack" } }));
+  }
   if (turn) head.append(el("span", { class: "chip turn", text: "to act", dataset: { role: "turn" } }));
   box.append(head);
 
@@ -127,7 +157,7 @@ function renderSeat(seat) {
     ? new Set(ctx.view.legal_actions) : null;
   let hand;
   if (cards) {
-    hand = el("div", { class: "card-row hand", dataset: { role: "hand", seat: String(seat) }, "aria-label": `${seatName(seat)}'s hand` });
+    hand = el("div", { class: "card-row hand", role: "group", tabindex: seat === ctx.me ? "-1" : null, dataset: { role: "hand", seat: String(seat) }, "aria-label": seat === ctx.me ? "Your hand" : `${seatName(seat)}'s hand` });
     for (const c of sortCards(cards, model.trump)) {
       if (MODE === "play" && seat === ctx.me) {
         hand.append(cardEl(c, { onPlay: act, legal: !!(legal && legal.has(c)) }));
@@ -167,10 +197,11 @@ const shownCards = new Set(); // trick cards already drawn: only new ones drop i
 function renderCenter() {
   const kicks = $("kicks");
   kicks.replaceChildren(...model.kicks.map((k) => {
-    const wrap = el("div", { class: "kick" }, cardEl(k.card));
-    if (k.points) wrap.append(el("span", { class: "pts", text: `+${k.points}` }));
+    const wrap = el("div", { class: "kick", dataset: { kick: k.card, points: String(k.points || 0) } }, cardEl(k.card));
+    if (k.points) wrap.append(el("span", { class: `pts team-${k.team}`, text: `+${k.points} ${TEAM_NAMES[k.team]}` }));
     return wrap;
   }));
+  kicks.classList.toggle("small-cards", model.kicks.length > 2);
   const trump = $("trump");
   trump.replaceChildren(model.trump ? suitBadge(model.trump) : el("span", { class: "muted", text: "–" }));
   if (model.trump) trump.append(el("span", { class: "trump-name", text: suitName(model.trump) }));
@@ -181,7 +212,9 @@ function renderCenter() {
     const p = positionOf(pc.seat);
     const cell = cells.find((c) => c.classList.contains(`at-${p}`));
     const key = `${model.hand}.${model.deal}.${pc.seat}.${pc.card}`;
-    cell.append(cardEl(pc.card, { extra: shownCards.has(key) ? "played" : "played fresh" }));
+    const card = cardEl(pc.card, { extra: shownCards.has(key) ? "played" : "played fresh" });
+    card.setAttribute("aria-label", `${seatName(pc.seat)}: ${cardName(pc.card)}`);
+    cell.append(card);
     shownCards.add(key);
     cell.dataset.seat = String(pc.seat);
   }
@@ -194,7 +227,9 @@ function renderCenter() {
   const last = $("last-trick");
   if (model.lastTrick) {
     last.replaceChildren(...model.lastTrick.cards.map((pc) =>
-      cardEl(pc.card, { extra: pc.seat === model.lastTrick.winner ? "winner" : "" })));
+      el("figure", { class: "played-by", dataset: { seat: String(pc.seat) } },
+        cardEl(pc.card, { extra: pc.seat === model.lastTrick.winner ? "winner" : "" }),
+        el("figcaption", { text: seatName(pc.seat) }))));
     last.append(el("span", { class: "small muted", text: `won by ${seatName(model.lastTrick.winner)}` }));
   } else {
     last.replaceChildren(el("span", { class: "muted small", text: "–" }));
@@ -244,7 +279,7 @@ function logText(x) {
 }
 
 function renderLog() {
-  const items = model.log.slice(-40).reverse().map((x) => el("li", { class: `log-${x.kind}`, text: logText(x) }));
+  const items = model.log.filter((x) => !(x.kind === "score" && x.item === "kick")).slice(-40).reverse().map((x) => el("li", { class: `log-${x.kind}`, text: logText(x) }));
   $("log").replaceChildren(...items);
 }
 
@@ -267,7 +302,12 @@ function renderSheet() {
 function renderStatus() {
   const st = $("status");
   let text = ctx.status;
-  if (model.over) text = `finished · ${TEAM_NAMES[model.winner]} wins ${model.scores[0]}–${model.scores[1]}`;
+  if (model.over) {
+    const mine = MODE === "play" && ctx.me !== null ? teamOf(ctx.me) : null;
+    text = mine === null
+      ? `finished · ${TEAM_NAMES[model.winner]} wins ${model.scores[0]}–${model.scores[1]}`
+      : `finished · you ${mine === model.winner ? "won" : "lost"} ${model.scores[mine]}–${model.scores[1 - mine]}`;
+  }
   else if (ctx.status === "active") text = MODE === "replay" ? "replay" : "live";
   else if (ctx.status === "waiting") text = "waiting for players";
   st.textContent = text;
@@ -289,14 +329,102 @@ function renderTurn() {
     const left = Math.max(0, v.time_left - (performance.now() - ctx.viewAt) / 1000);
     clock = ` · ${left.toFixed(0)} s left`;
   } else {
-    clock = ` · thinking ${Math.floor((performance.now() - ctx.lastEventAt) / 1000)} s`;
+    const since = ctx.updatedAt ? Date.now() / 1000 - ctx.updatedAt : (performance.now() - ctx.lastEventAt) / 1000;
+    clock = ` · thinking ${Math.max(0, Math.floor(since))} s`;
   }
   const you = MODE === "play" && model.turn === ctx.me ? " (you)" : "";
   info.textContent = `${seatName(model.turn)}${you} ${what}${clock}`;
   info.dataset.turn = String(model.turn);
 }
 
+// --- the end of the game --------------------------------------------------------------------
+
+const MID_HAND = new Set(["kick", "give_one", "hang_jack"]);
+
+function gameOverWhy() {
+  const t = model.winner;
+  const last = [...model.items].reverse().find((it) => it.team === t) || model.lastScore;
+  const side = ctx.me !== null && MODE === "play" ? (teamOf(ctx.me) === t ? "Your side" : "The other side") : TEAM_NAMES[t];
+  if (!last) return `${side} reached ${model.target}.`;
+  const when = MID_HAND.has(last.item)
+    ? "before the hand was played out: the game ends the moment a side reaches the target"
+    : "at the count after the last trick; nothing after it was counted";
+  return `${side} reached ${model.target} with ${itemName(last.item)} in hand ${model.hand}, ${when}.`;
+}
+
+function houseOpponents() {
+  const names = ctx.seats.map((s) => s.bot_name || "");
+  const strategy = (n) => (n.match(/^house-([a-z]+)(-partner)?$/) || [])[1];
+  const opponent = strategy(names[1] || "");
+  if (!opponent) return null;
+  const out = { players: ctx.seats.length, opponent };
+  if (ctx.seats.length === 4) out.partner = strategy(names[2] || "") || opponent;
+  return out;
+}
+
+function renderGameOver() {
+  const box = $("game-over");
+  if (!model.over || model.winner === null || MODE === "replay") { box.hidden = true; return; }
+  const t = model.winner;
+  const mine = MODE === "play" && ctx.me !== null ? teamOf(ctx.me) : null;
+  const other = mine === null ? null : 1 - mine;
+  let head;
+  let score;
+  if (mine !== null) {
+    head = mine === t ? "You won" : "You lost";
+    score = `You ${model.scores[mine]} – ${model.scores[other]} ${teamMembers(other)}`;
+  } else {
+    head = `${TEAM_NAMES[t]} (${teamMembers(t)}) won`;
+    score = `${TEAM_NAMES[0]} ${model.scores[0]} – ${model.scores[1]} ${TEAM_NAMES[1]}`;
+  }
+  $("game-over-h").textContent = head;
+  box.dataset.result = mine === null ? `team-${t}` : (mine === t ? "won" : "lost");
+  $("game-over-score").textContent = score;
+  $("game-over-why").textContent = gameOverWhy();
+  fill($("game-over-items"), model.items.map(itemEl));
+  $("rematch").hidden = !(MODE === "play" && ctx.token && houseOpponents());
+  box.hidden = false;
+}
+
+async function rematch() {
+  const how = houseOpponents();
+  if (!how || !ctx.view) return;
+  $("rematch").disabled = true;
+  try {
+    const made = await api("/house/games", {
+      method: "POST", token: ctx.token,
+      body: { ...how, variants: ctx.view.variants, move_limit: ctx.view.move_limit || 60 },
+    });
+    addGame(made.game.id, made.seat);
+    location.assign(`/games/${made.game.id}/play`);
+  } catch (e) {
+    showError(problemText(e));
+    $("rematch").disabled = false;
+  }
+}
+$("rematch").addEventListener("click", rematch);
+
+// Seats are redrawn on every change: keep the keyboard focus in the person's hand (on the
+// same card when it is still there) instead of letting it fall back to the page body.
+function focusInHand() {
+  const a = document.activeElement;
+  if (!a || !a.closest || !a.closest("#felt .seat.mine")) return null;
+  return { card: a.dataset.card || null, action: a.dataset.action || null };
+}
+function restoreFocus(was) {
+  if (!was && !ctx.focusHand) return;
+  ctx.focusHand = false;
+  const mine = document.querySelector("#felt .seat.mine");
+  if (!mine) return;
+  const target = (was && was.card && mine.querySelector(`button[data-card="${was.card}"]:not([disabled])`))
+    || (was && was.action && mine.querySelector(`button[data-action="${was.action}"]:not([disabled])`))
+    || mine.querySelector(".decisions button:not([disabled]), button.card:not([disabled])")
+    || mine.querySelector("[data-role=hand]");
+  if (target) target.focus({ preventScroll: true });
+}
+
 function render() {
+  const focused = focusInHand();
   const n = model.players || (ctx.view && ctx.view.players) || 2;
   for (const p of ["bottom", "right", "top", "left"]) $(`pos-${p}`).replaceChildren();
   $("felt").dataset.players = String(n);
@@ -308,6 +436,8 @@ function render() {
   renderLog();
   renderSheet();
   renderStatus();
+  renderGameOver();
+  restoreFocus(focused);
   // State for scripts and tests: what the page shows, in one place.
   body.dataset.status = model.over ? "finished" : ctx.status;
   if (ctx.view) body.dataset.version = String(ctx.view.version);
@@ -322,23 +452,22 @@ function scheduleRender() {
   requestAnimationFrame(() => { renderQueued = false; render(); });
 }
 
-// Score items pop up one after another on the table as they are scored.
-const toasts = [];
-let toastBusy = false;
-function toast(text, team) {
-  toasts.push({ text, team, at: performance.now() });
-  while (toasts.length > 2) toasts.shift(); // keep up with a fast table
-  if (!toastBusy) nextToast();
-}
-function nextToast() {
-  let t = toasts.shift();
-  while (t && performance.now() - t.at > 2500) t = toasts.shift(); // stale: skip
+// A batch's score items pop up together, at once, in their own row of the table (never
+// over a seat); a new deal drops whatever is still shown of the hand before.
+let toastTimer = null;
+function toast(text, team, hand) {
   const box = $("toast");
-  if (!t) { toastBusy = false; box.classList.remove("show"); return; }
-  toastBusy = true;
-  box.textContent = t.text;
-  box.className = `toast show team-${t.team ?? "none"}`;
-  setTimeout(nextToast, toasts.length ? 700 : 1300);
+  box.textContent = text;
+  box.className = `toast show team-${team ?? "none"}`;
+  box.dataset.hand = String(hand);
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(dropToast, 2500);
+}
+function dropToast() {
+  const box = $("toast");
+  box.classList.remove("show");
+  box.textContent = "";
+  delete box.dataset.hand;
 }
 
 // --- live: watch and play ------------------------------------------------------------------
@@ -363,6 +492,12 @@ async function refreshView() {
 }
 
 function setView(v) {
+  if (MODE === "play" && v.your_turn && v.seat === ctx.me && ctx.announcedTurn !== v.version && v.status === "active") {
+    ctx.announcedTurn = v.version;
+    const what = { stand_or_beg: "stand or beg", give_one_or_run: "give one or run the pack", play: "play a card" }[v.phase] || "act";
+    announce(`Your turn: ${what}`);
+  }
+  if (!ctx.view || v.version !== ctx.view.version || !ctx.updatedAt) ctx.updatedAt = v.updated_at || null;
   ctx.view = v;
   ctx.viewAt = performance.now();
   ctx.seats = v.seats;
@@ -390,22 +525,26 @@ async function revealDealt() {
 }
 
 function onEvents(events, live) {
+  const scored = [];
   for (const ev of events) {
     applyEvent(model, ev.data);
-    if (live && ev.type === "score") {
-      toast(itemText(ev.data), ev.data.team);
-      announce(itemText(ev.data));
+    if (ev.type === "deal" && ev.data.deal === 0) { scored.length = 0; dropToast(); }
+    if (live && ev.type === "score") scored.push(ev.data);
+    if (live) {
+      const said = spoken(ev);
+      if (said) announce(said);
     }
   }
+  if (scored.length && !events.some((e) => e.type === "game_over")) {
+    const teams = new Set(scored.map((x) => x.team));
+    toast(scored.map(itemText).join(" · "), teams.size === 1 ? scored[0].team : null, model.hand);
+  }
   ctx.lastEventAt = performance.now();
+  if (live) ctx.updatedAt = Date.now() / 1000;
   const over = events.some((e) => e.type === "game_over");
   if (over) {
     ctx.status = "finished";
-    announce(logText(model.log[model.log.length - 1]));
-    if (live) {  // the result replaces whatever was still queued
-      toasts.length = 0;
-      toast(`${TEAM_NAMES[model.winner]} wins ${model.scores[0]}–${model.scores[1]}`, model.winner);
-    }
+    if (live) toast(`${TEAM_NAMES[model.winner]} wins ${model.scores[0]}–${model.scores[1]}`, model.winner, model.hand);
   }
   // The view carries what events do not: legal actions, the move clock, final hands.
   if (MODE === "play" || over || (ctx.view && ctx.view.move_limit) || ctx.status === "waiting") refreshView();
@@ -414,13 +553,17 @@ function onEvents(events, live) {
 
 let stream = null;
 function startStream(path, token) {
-  let first = true;
+  // The backlog (the game so far, up to the view just read) is not news: no pop-ups or
+  // read-outs for it, however many batches it arrives in.
+  const seenPly = ctx.view ? ctx.view.ply : 0;
+  const plyOf = (e) => Number(String(e.id || "0").split(".")[0]);
   stream = openEvents(path, {
     token,
     onEvents: (evs) => {
-      // The first batch is the backlog (the game so far): no pop-ups for it.
-      onEvents(evs, !first);
-      first = false;
+      const old = evs.filter((e) => plyOf(e) <= seenPly);
+      const fresh = evs.filter((e) => plyOf(e) > seenPly);
+      if (old.length) onEvents(old, false);
+      if (fresh.length) onEvents(fresh, true);
     },
     onState: (state, err) => {
       body.dataset.stream = state;
@@ -455,6 +598,7 @@ async function act(action) {
     showError(problemText(e));
     refreshView();
   } finally {
+    ctx.focusHand = true;
     ctx.busy = false;
     scheduleRender();
   }
@@ -463,31 +607,54 @@ async function act(action) {
 function readToken() {
   const m = location.hash.match(/token=([^&]+)/);
   if (m) {
-    sessionStorage.setItem("allfours.token", decodeURIComponent(m[1]));
+    keepToken(decodeURIComponent(m[1]));
     history.replaceState(null, "", location.pathname + location.search);
   }
-  return sessionStorage.getItem("allfours.token");
+  return currentToken();
+}
+
+// A token just issued by the lobby is shown once, in a field that can be copied, with a
+// link that takes this seat back from any browser.
+function showFreshToken(player) {
+  const box = $("new-token");
+  if (!player || !box) return;
+  const link = `${location.origin}/games/${GAME}/play#token=${encodeURIComponent(player.token)}`;
+  $("new-token-value").value = player.token;
+  $("resume-link").value = link;
+  $("new-token-who").textContent = player.name;
+  $("new-token-kept").textContent = remembered()
+    ? "This browser remembers it (local storage); the lobby lists your games."
+    : "This tab keeps it until you close it. Copy it, or the resume link, to come back later.";
+  box.hidden = false;
+  for (const [button, field] of [["copy-token", "new-token-value"], ["copy-link", "resume-link"]]) {
+    $(button).addEventListener("click", async () => {
+      const input = $(field);
+      input.select();
+      try { await navigator.clipboard.writeText(input.value); } catch { document.execCommand("copy"); }
+      announce("Copied");
+      $(button).textContent = "Copied";
+    });
+  }
 }
 
 async function play() {
   const form = $("token-form");
   const input = $("token");
   const saved = readToken();
-  if (saved) input.value = saved;
+  showFreshToken(takeFresh());
   form.addEventListener("submit", (e) => { e.preventDefault(); startPlaying(input.value.trim()); });
   $("new-bot").addEventListener("click", async () => {
     const name = prompt("A name for your player", "human");
     if (!name) return;
     try {
       const bot = await api("/bots", { method: "POST", body: { name } });
-      input.value = bot.token;
       showError(null);
-      $("token-help").textContent = `Registered ${bot.name} (${bot.id}). Keep the token: it is shown only once.`;
+      showFreshToken(bot);
       startPlaying(bot.token);
     } catch (e) { showError(problemText(e)); }
   });
-  const v = await api(`/games/${GAME}`);
-  setView(v);
+  // Before a seat is taken, the table is drawn live as a spectator sees it.
+  await watch();
   if (saved) startPlaying(saved);
 }
 
@@ -499,7 +666,7 @@ async function startPlaying(token) {
     me = await api("/bots/me", { token });
   } catch (e) { showError(problemText(e)); return; }
   ctx.token = token;
-  sessionStorage.setItem("allfours.token", token);
+  keepToken(token);
   const v = await api(`/games/${GAME}`);
   setView(v);
   const held = v.seats.filter((s) => s.bot_id === me.id).map((s) => s.seat);
@@ -534,9 +701,11 @@ async function startPlaying(token) {
 
 function sit(seat, me) {
   ctx.me = seat;
+  addGame(GAME, seat);
   body.dataset.seat = String(seat);
   $("token-form").classList.add("seated");
   $("token-help").textContent = `Playing seat ${seat} as ${me.name}.`;
+  ctx.seated = true;
   if (stream) stream.close();
   model = newModel();
   startStream(`/games/${GAME}/events?seat=${seat}`, ctx.token);
@@ -622,7 +791,12 @@ async function replay() {
 setInterval(renderTurn, 1000);
 const start = { watch, play, replay }[MODE];
 start().catch((e) => {
-  showError(e instanceof ApiError && e.status === 404 ? "No such game." : problemText(e));
+  const unknown = e instanceof ApiError && e.status === 404;
+  showError(unknown ? "No such game." : problemText(e));
+  const badge = $("status");
+  badge.textContent = unknown ? "not found" : "could not load";
+  badge.dataset.status = unknown ? "not-found" : "error";
+  badge.className = "badge status-error";
   body.dataset.failed = "true";
 });
 window.__arena = { get model() { return model; }, ctx };

@@ -5,8 +5,9 @@ import { api, ApiError, el } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const ID = document.body.dataset.tournamentId;
-const COLORS = ["#2361b8", "#c0501d", "#1b7a34", "#8e3bb5", "#b8860b", "#0f8a8a", "#c8102e",
-  "#5a5a5a", "#3f51b5", "#795548", "#e91e63", "#607d8b"];
+// Bot colours: none is a team's colour (blue, orange), so a chart never reads as teams.
+const COLORS = ["#1b7a34", "#8e3bb5", "#0f8a8a", "#c2185b", "#6b6b00", "#795548", "#5a5a5a",
+  "#00695c", "#5e35b1", "#222222", "#9e9d24", "#ad1457"];
 const SVG = "http://www.w3.org/2000/svg";
 
 function svg(tag, attrs = {}, text = null) {
@@ -18,8 +19,8 @@ function svg(tag, attrs = {}, text = null) {
 
 function standingsTable(st, names) {
   const cols = ["#", "Bot", "Score", "Matchpoints", "Played", "Won", "Lost", "Hands won", "Points ±", "Timeouts", "Rating (μ ± σ)", "Ordinal"];
-  const optional = new Set([3, 7, 8, 9, 11]); // hidden on phones
-  const head = el("tr", {}, cols.map((c, i) => el("th", { scope: "col", class: `${i >= 2 ? "num" : ""}${optional.has(i) ? " opt" : ""}`, text: c })));
+  const optional = new Set([3, 5, 6, 7, 8, 9]); // hidden on phones (won, lost: in the score)
+  const head = el("tr", {}, cols.map((c, i) => el("th", { scope: "col", class: `${i >= 2 ? "num" : ""}${optional.has(i) ? " opt" : ""}${i === 10 ? " nocaps" : ""}`, text: c })));
   const rows = st.items.map((r) => el("tr", { dataset: { botId: r.bot_id, rank: String(r.rank) } },
     el("td", { text: String(r.rank) }),
     el("td", { class: "bot", text: r.bot_name || names[r.bot_id] || r.bot_id }),
@@ -28,14 +29,14 @@ function standingsTable(st, names) {
     el("td", { class: "num opt", dataset: { col: "matchpoints" },
       text: r.comparisons ? `${r.matchpoints}/${r.comparisons}` : "–" }),
     el("td", { class: "num", dataset: { col: "played" }, text: String(r.played) }),
-    el("td", { class: "num", dataset: { col: "won" }, text: String(r.won) }),
-    el("td", { class: "num", dataset: { col: "lost" }, text: String(r.lost) }),
+    el("td", { class: "num opt", dataset: { col: "won" }, text: String(r.won) }),
+    el("td", { class: "num opt", dataset: { col: "lost" }, text: String(r.lost) }),
     el("td", { class: "num opt", dataset: { col: "hands_won" }, text: String(r.hands_won) }),
     el("td", { class: "num opt", text: `${r.points_for}–${r.points_against}` }),
     el("td", { class: "num opt", dataset: { col: "timeouts" }, text: String(r.timeouts) }),
     el("td", { class: "num", dataset: { col: "rating" } },
       `${r.rating.mu.toFixed(2)} `, el("span", { class: "pm", text: `± ${r.rating.sigma.toFixed(2)}` })),
-    el("td", { class: "num opt", dataset: { col: "ordinal" }, text: r.rating.ordinal.toFixed(2) })));
+    el("td", { class: "num", dataset: { col: "ordinal" }, text: r.rating.ordinal.toFixed(2) })));
   return el("table", { class: "standings" }, el("thead", {}, head), el("tbody", {}, rows));
 }
 

@@ -1,0 +1,188 @@
+"""House bots: the built-in strategies, played by the service's own deployment, so a person
+(or a new bot author) always has someone to play against.
+
+**Accounts.** One ordinary bot account per strategy and role: ``house-heuristic`` takes the
+opponents' seats, ``house-heuristic-partner`` the person's partner's seat in a 4-player
+game. Opponents and partner are never the same account: a bot's seats share one token,
+and one token holding both teams' seats could look at both teams' hands. The ids live in
+the Redis hash ``{p}house`` (field ``heuristic`` or ``heuristic:partner``), so they survive
+restarts and their ratings keep accumulating. Their tokens are never stored: every start
+of the house process mints a fresh token per account (the store keeps only its hash, as
+for any bot) and drops the previous one.
+
+**Process.** ``python -m service.house --server URL``: one ``clients.runner.BotRunner``
+thread per account, each an ordinary HTTP client of the service (long-polling its turns,
+rate limited like any bot). ``allfours serve`` starts it beside gunicorn and stops it
+first. While it runs it keeps ``{p}house:alive`` set (expiring after ``ALIVE_TTL_S``); the
+API seats house bots only while that key is there, and otherwise answers 503.
+
+**Switch.** ``ARENA_HOUSE_BOTS=0`` in the environment, or ``allfours serve
+--no-house-bots``: no house process, and ``POST /house/games`` answers 503.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from .problems import Problem
+from .store import Store, token_hash
+
+STRATEGIES = ("random", "heuristic", "search")
+ROLES = ("opponent", "partner")
+ALIVE_TTL_S = 30
+BEAT_S = 10.0
+
+log = logging.getLogger(__name__)
+
+
+def enabled(environ: dict[str, str] | None = None) -> bool:
+    """House bots run unless ``ARENA_HOUSE_BOTS`` is 0, false, no or off."""
+    value = (os.environ if environ is None else environ).get("ARENA_HOUSE_BOTS", "1")
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def _field(strategy: str, role: str) -> str:
+    return strategy if role == "opponent" else f"{strategy}:{role}"
+
+
+def account_name(strategy: str, role: str) -> str:
+    return f"house-{strategy}" if role == "opponent" else f"house-{strategy}-partner"
+
+
+def ensure_accounts(store: Store) -> dict[tuple[str, str], tuple[str, str]]:
+    """Every house account's (bot id, fresh token), creating the accounts the first time.
+
+    Only the house process calls this: the fresh tokens exist nowhere else."""
+    key = f"{store.p}house"
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for strategy in STRATEGIES:
+        for role in ROLES:
+            field = _field(strategy, role)
+            raw = store.r.hget(key, field)
+            if raw is None or store.get_bot(raw.decode()) is None:
+                bot, _ = store.create_bot(account_name(strategy, role))
+                # Two house processes starting at once: the first account written wins.
+                store.r.hsetnx(key, field, bot["id"])
+                raw = store.r.hget(key, field)
+            bot_id = raw.decode()
+            token = secrets.token_urlsafe(32)
+            old = store.r.hget(key, f"{field}:token")
+            pipe = store.r.pipeline(transaction=True)
+            pipe.set(f"{store.p}token:{token_hash(token)}", bot_id)
+            pipe.hset(key, f"{field}:token", token_hash(token))
+            if old:
+                pipe.delete(f"{store.p}token:{old.decode()}")
+            pipe.execute()
+            out[(strategy, role)] = (bot_id, token)
+    return out
+
+
+def beat(store: Store) -> None:
+    """Say the house bots are playing (for ``ALIVE_TTL_S`` seconds)."""
+    store.r.set(f"{store.p}house:alive", str(int(time.time())), ex=ALIVE_TTL_S)
+
+
+def seats_for(store: Store, person: str | None, players: int, opponent: str,
+              partner: str | None) -> list[str | None]:
+    """The seats of a game between a person (seat 0) and house bots: opponents in the odd
+    seats, the partner (4 players) in seat 2. 503 when no house process is running."""
+    key = f"{store.p}house"
+    pipe = store.r.pipeline(transaction=False)
+    pipe.exists(f"{store.p}house:alive")
+    pipe.hget(key, _field(opponent, "opponent"))
+    pipe.hget(key, _field(partner or opponent, "partner"))
+    alive, opp, mate = pipe.execute()
+    if not alive or opp is None or mate is None:
+        raise Problem("service-unavailable",
+                      "no house bot is playing here now (ARENA_HOUSE_BOTS=0, or starting up)",
+                      headers={"Retry-After": "5"})
+    if players == 2:
+        return [person, opp.decode()]
+    return [person, opp.decode(), mate.decode(), opp.decode()]
+
+
+# --- the process ---------------------------------------------------------------------------
+
+
+def _wait_ready(server: str, stop: threading.Event, timeout: float = 60.0) -> bool:
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            if requests.get(server + "/readyz", timeout=2).status_code == 200:
+                return True
+        except requests.RequestException:
+            pass
+        stop.wait(0.3)
+    return False
+
+
+def run(server: str, redis_url: str, prefix: str, workers: int = 4) -> int:
+    """Play every house account's games until SIGTERM/SIGINT."""
+    from clients.api import ArenaClient
+    from clients.runner import BotRunner
+
+    from . import redis_client
+
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: Any) -> None:
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    if not _wait_ready(server, stop):
+        log.error("house bots: %s never answered /readyz", server)
+        return 1
+    store = Store(redis_client.connect(redis_url), prefix)
+    accounts = ensure_accounts(store)
+    runners: list[BotRunner] = []
+    threads: list[threading.Thread] = []
+    for (strategy, role), (_bot_id, token) in accounts.items():
+        client = ArenaClient(server, token=token)
+        runner = BotRunner(client, strategy, workers=workers, poll_timeout=5.0,
+                           act_wait=5.0, stop_event=threading.Event(),
+                           name=account_name(strategy, role))
+        runners.append(runner)
+        threads.append(threading.Thread(target=runner.run, name=runner.name, daemon=True))
+    for t in threads:
+        t.start()
+    log.info("house bots playing: %s", ", ".join(r.name for r in runners))
+    try:
+        while not stop.is_set():
+            beat(store)
+            stop.wait(BEAT_S)
+    finally:
+        store.r.delete(f"{store.p}house:alive")
+        for r in runners:
+            r.stop()
+        for t in threads:
+            t.join(15)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m service.house",
+                                     description="Run the house bots against a service.")
+    parser.add_argument("--server", required=True, help="the service's URL")
+    parser.add_argument("--workers", type=int, default=4, help="games decided at once per bot")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING,
+                        format="%(asctime)s house %(levelname)s %(message)s")
+    log.setLevel(logging.INFO)
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    prefix = os.environ.get("ARENA_KEY_PREFIX", "af:")
+    return run(args.server.rstrip("/"), redis_url, prefix, args.workers)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
