@@ -57,6 +57,10 @@ class Arena:
     def __init__(self, key_prefix: str) -> None:
         self.app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
                                "ARENA_RATE_LIMIT": 0, "ARENA_SSE_KEEPALIVE": 0.1,
+                               # the auth checks send many bad tokens from one address:
+                               # they must hear 401/403, not the guessing limit's 429
+                               # (tests/service/test_rate_limits.py checks that limit)
+                               "ARENA_AUTH_FAILURE_LIMIT": 0, "ARENA_ADMIN_FAILURE_LIMIT": 0,
                                "ARENA_ADMIN_TOKEN": ADMIN_TOKEN})
         c = self.app.test_client()
         bot = c.post("/bots", json={"name": "fuzz"}).json
