@@ -51,6 +51,18 @@ TIMEOUT_DOC = (
 )
 
 
+class Pattern(validate.Regexp):
+    """``validate.Regexp`` that must match the whole string. The contract's patterns are
+    anchored with ``^…$`` as JSON Schema reads them, but Python's ``$`` also matches
+    before a final newline, so ``"abc\n"`` would pass ``^[a-z]+$``; ``fullmatch`` keeps
+    the service exactly as strict as the pattern a client validates against."""
+
+    def __call__(self, value: str) -> str:
+        if self.regex.fullmatch(value) is None:
+            raise ValidationError(self._format_error(value))
+        return value
+
+
 class JsonNumber(fields.Float):
     """A JSON number (never true or a string)."""
 
@@ -99,7 +111,7 @@ class Out(Schema):
 
 def card(**kw: object) -> fields.Str:
     """A card: rank 2-9, T, J, Q, K, A, then suit C, D, H, S (``AS``, ``TD``)."""
-    return fields.Str(validate=validate.Regexp(CARD_RE), **kw)  # type: ignore[arg-type]
+    return fields.Str(validate=Pattern(CARD_RE), **kw)  # type: ignore[arg-type]
 
 
 def one_of(choices: list[object], **kw: object) -> fields.Str:
@@ -116,7 +128,7 @@ def const(value: str) -> fields.Str:
 class BotCreate(Strict):
     name = fields.Str(
         required=True,
-        validate=[validate.Length(1, 40), validate.Regexp(r"^[A-Za-z0-9 ._-]+$")],
+        validate=[validate.Length(1, 40), Pattern(r"^[A-Za-z0-9 ._-]+$")],
         metadata={"description": "a display name", "example": "random-bot"},
     )
 
@@ -171,7 +183,7 @@ class GameCreate(Strict):
         metadata={"description": TIMEOUT_DOC + "; omitted: no limit", "example": 10},
     )
     seats = fields.List(
-        fields.Str(allow_none=True, validate=validate.Regexp(ID_PATTERN)),
+        fields.Str(allow_none=True, validate=Pattern(ID_PATTERN)),
         metadata={
             "description": "bot id per seat, null for an open seat; default: the creator "
             "in seat 0 and the rest open. A bot may hold several seats.",
@@ -189,7 +201,7 @@ class GameCreate(Strict):
 class ActionIn(Strict):
     action = fields.Str(
         required=True,
-        validate=validate.Regexp(ACTION_RE),
+        validate=Pattern(ACTION_RE),
         metadata={"description": ACTION_DOC, "example": "AS"},
     )
     version = JsonInt(
@@ -261,7 +273,7 @@ class BotTurnsQuery(Strict):
 class EventsQuery(Strict):
     seat = fields.Int(validate=validate.Range(0, 3), metadata={"description": SEAT_DOC})
     last_event_id = fields.Str(
-        validate=validate.Regexp(EVENT_ID_RE),
+        validate=Pattern(EVENT_ID_RE),
         metadata={
             "description": "same as the Last-Event-ID header (for clients that cannot set "
             "headers); the header wins when both are sent. " + EVENT_ID_DOC
@@ -428,7 +440,7 @@ class View(Out):
                   "once over"},
     )
     legal_actions = fields.List(
-        fields.Str(validate=validate.Regexp(ACTION_RE)), required=True,
+        fields.Str(validate=Pattern(ACTION_RE)), required=True,
         metadata={"description": "sorted; empty unless your turn"},
     )
     hand_number = fields.Int(required=True, metadata={"description": "1 for the first hand"})
@@ -442,7 +454,7 @@ class View(Out):
                              metadata={"description": "cards in each seat's hand"})
     kicks = fields.List(fields.Nested(Kick), required=True,
                         metadata={"description": "cards turned up this hand, in order"})
-    trump = fields.Str(required=True, allow_none=True, validate=validate.Regexp(SUIT_RE),
+    trump = fields.Str(required=True, allow_none=True, validate=Pattern(SUIT_RE),
                        metadata={"description": "C, D, H or S once decided"})
     trick = fields.Nested(Trick, required=True, metadata={"description": "the trick in play"})
     tricks = fields.List(fields.Nested(DoneTrick), required=True,
@@ -494,7 +506,7 @@ class BotTurns(Out):
 class TimeoutOut(Out):
     seat = fields.Int(required=True)
     ply = fields.Int(required=True, metadata={"description": "the action's number (1 = first)"})
-    action = fields.Str(required=True, validate=validate.Regexp(ACTION_RE),
+    action = fields.Str(required=True, validate=Pattern(ACTION_RE),
                         metadata={"description": "the default action played"})
 
 
@@ -549,7 +561,7 @@ class RecordHand(Out):
                         metadata={"description": "the deal, and one more per redeal (R11)"})
     beg = fields.List(fields.Nested(BegDecision), required=True,
                       metadata={"description": "the beggar's decision, then the dealer's"})
-    trump = fields.Str(required=True, allow_none=True, validate=validate.Regexp(SUIT_RE))
+    trump = fields.Str(required=True, allow_none=True, validate=Pattern(SUIT_RE))
     tricks = fields.List(fields.Nested(DoneTrick), required=True)
     items = fields.List(fields.Nested(RecordItem), required=True,
                         metadata={"description": "what scored, in order (R17-R22)"})
@@ -576,7 +588,7 @@ class Record(Out):
     hands = fields.List(fields.Nested(RecordHand), required=True)
     winner = fields.Int(required=True, allow_none=True)
     scores = fields.List(fields.Int(), required=True)
-    actions = fields.List(fields.Str(validate=validate.Regexp(ACTION_RE)), required=True)
+    actions = fields.List(fields.Str(validate=Pattern(ACTION_RE)), required=True)
     complete = fields.Bool(required=True)
     timeouts = fields.List(
         fields.Nested(TimeoutOut),
@@ -655,7 +667,7 @@ class RedealEvent(EventBase):
 
 class TrumpEvent(EventBase):
     type = const("trump")
-    suit = fields.Str(required=True, validate=validate.Regexp(SUIT_RE))
+    suit = fields.Str(required=True, validate=Pattern(SUIT_RE))
 
 
 class CardPlayedEvent(EventBase):
@@ -717,7 +729,7 @@ class ProblemSchema(Out):
     instance = fields.Str(allow_none=True, metadata={"description": "the request's path"})
     errors = fields.Dict(metadata={"description": "validation: messages per field"})
     rule = fields.Str(
-        validate=validate.Regexp(r"^R([1-9]|1[0-9]|2[0-3])$"),
+        validate=Pattern(r"^R([1-9]|1[0-9]|2[0-3])$"),
         metadata={"description": "illegal-action and not-your-turn: the rule the action "
                   "broke, e.g. R14"})
     rule_doc = fields.Str(metadata={
@@ -800,11 +812,11 @@ def size_errors(data: dict[str, Any], sent: Any = None) -> dict[str, list[str]]:
 
 
 class TournamentCreate(Strict):
-    name = fields.Str(validate=[validate.Length(1, 60), validate.Regexp(r"^[A-Za-z0-9 ._-]+$")],
+    name = fields.Str(validate=[validate.Length(1, 60), Pattern(r"^[A-Za-z0-9 ._-]+$")],
                       metadata={"example": "weekly"})
     format = fields.Str(required=True, validate=validate.OneOf(["round_robin", "swiss"]))
     entrants = fields.List(
-        fields.Str(validate=validate.Regexp(ID_PATTERN)),
+        fields.Str(validate=Pattern(ID_PATTERN)),
         required=True,
         validate=validate.Length(2, MAX_ENTRANTS, error=f"a tournament takes 2 to "
                                  f"{MAX_ENTRANTS} entrants"),
@@ -1048,7 +1060,7 @@ class HouseGameCreate(Strict):
     )
     name = fields.Str(
         load_default="guest",
-        validate=[validate.Length(1, 40), validate.Regexp(r"^[A-Za-z0-9 ._-]+$")],
+        validate=[validate.Length(1, 40), Pattern(r"^[A-Za-z0-9 ._-]+$")],
         metadata={"description": "your display name, when no token is sent and a new "
                   "account is registered"},
     )

@@ -185,3 +185,11 @@ def test_redis_down_is_503_and_recovers(key_prefix):
     )
     assert c.get("/readyz").status_code == 200
     assert c.get("/games").status_code == 200
+
+
+def test_a_pattern_matches_the_whole_string_not_up_to_a_final_newline(client):
+    """JSON Schema's ``^…$`` ends at the string's end; Python's ``$`` would also match
+    before a final newline, so ``"alice\\n"`` must be refused as the contract says."""
+    r = client.post("/bots", json={"name": "alice\n"})
+    problem(r, 422, "validation")
+    assert "name" in r.json["errors"]
