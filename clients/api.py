@@ -90,6 +90,7 @@ ENDPOINTS: dict[str, Endpoint] = {
         "GET", "/tournaments/{tournament_id}/standings"
     ),
     "getLeaderboard": Endpoint("GET", "/leaderboard"),
+    "postHouseGames": Endpoint("POST", "/house/games", safe=False),
     "getHealthz": Endpoint("GET", "/healthz"),
     "getReadyz": Endpoint("GET", "/readyz"),
 }
@@ -536,6 +537,20 @@ class ArenaClient:
         if variants:
             body["variants"] = variants
         return GameSummary.of(self._call("postGames", json=body))
+
+    def house_game(self, players: int, opponent: str = "heuristic",
+                   partner: str | None = None, variants: JSON | None = None,
+                   move_limit: float | None = None) -> GameSummary:
+        """``POST /house/games``: a game against the service's house bots (the built-in
+        strategies), this bot in seat 0, started at once; 503 when none run."""
+        body: JSON = {"players": players, "opponent": opponent}
+        if partner is not None:
+            body["partner"] = partner
+        if variants:
+            body["variants"] = variants
+        if move_limit is not None:
+            body["move_limit"] = move_limit
+        return GameSummary.of(self._call("postHouseGames", json=body)["game"])
 
     def games(self, status: str | None = None, limit: int = 20,
               cursor: int | None = None) -> GameList:

@@ -32,6 +32,7 @@ import threading
 import time
 from typing import Any
 
+from .logs import use_json
 from .problems import Problem
 from .store import Store, token_hash
 
@@ -176,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", required=True, help="the service's URL")
     parser.add_argument("--workers", type=int, default=4, help="games decided at once per bot")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING,
-                        format="%(asctime)s house %(levelname)s %(message)s")
+    # one JSON object a line, as every other line the service writes (service.logs)
+    use_json(logging.WARNING)
     log.setLevel(logging.INFO)
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     prefix = os.environ.get("ARENA_KEY_PREFIX", "af:")

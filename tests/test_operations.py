@@ -85,7 +85,7 @@ def service(tmp_path: Path, key_prefix: str) -> Iterator[Any]:
 
     def start(**env: str) -> Service:
         full = {"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
-                "ARENA_RATE_LIMIT": "0", **env}
+                "ARENA_RATE_LIMIT": "0", "ARENA_HOUSE_BOTS": "0", **env}
         s = Service(tmp_path, **full)
         started.append(s)
         s.wait_healthy()

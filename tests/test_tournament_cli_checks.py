@@ -57,7 +57,7 @@ def served_on_test_redis(tmp_path: Path, key_prefix: str, redis_client):
     port, token = free_port(), "tournament-checks-admin"
     log = tmp_path / "serve.log"
     env = _env(REDIS_URL=REDIS_URL, ARENA_KEY_PREFIX=key_prefix, ARENA_ADMIN_TOKEN=token,
-               ARENA_LOG_LEVEL="warning")
+               ARENA_LOG_LEVEL="warning", ARENA_HOUSE_BOTS="0")  # no accounts but the test's
     with log.open("wb") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "service.cli", "serve", "--port", str(port),

@@ -82,14 +82,16 @@ def test_where_a_token_is_optional_an_unknown_one_is_401_as_documented(api):
                 if op.get("security") == [{"bearer": []}, {}]}
     assert optional == {("GET", "/games/{game_id}"), ("GET", "/games/{game_id}/turn"),
                         ("GET", "/games/{game_id}/events"),
-                        ("GET", "/games/{game_id}/record")}
+                        ("GET", "/games/{game_id}/record"), ("POST", "/house/games")}
     urls = {"/games/{game_id}": f"/games/{gid}",
             "/games/{game_id}/turn": f"/games/{gid}/turn?timeout=0",
             "/games/{game_id}/events": f"/games/{gid}/events",
-            "/games/{game_id}/record": f"/games/{gid}/record"}
-    for _method, path in optional:
-        assert "401" in doc["paths"][path]["get"]["responses"], path
-        r = api.c.get(urls[path], headers=UNKNOWN)
+            "/games/{game_id}/record": f"/games/{gid}/record",
+            "/house/games": "/house/games"}
+    for method, path in optional:
+        assert "401" in doc["paths"][path][method.lower()]["responses"], path
+        r = api.c.open(urls[path], method=method, headers=UNKNOWN,
+                       json={"players": 2} if method == "POST" else None)
         assert r.status_code == 401 and r.json["type"] == "/problems/unauthorized", path
         assert r.headers["WWW-Authenticate"].startswith("Bearer")
     # required and admin: 401 documented; open: not

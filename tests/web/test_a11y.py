@@ -51,7 +51,7 @@ def pages(service) -> Iterator[dict[str, str]]:
     live = api.post("/games", {"players": 4, "seats": [b for b, _ in made]}, made[0][1])
     t = api.post("/tournaments", {
         "name": "axe cup", "format": "round_robin", "entrants": [b for b, _ in made[:3]],
-        "players": 2, "games_per_pairing": 2, "duplicate": True, "variants": {"target": 3},
+        "players": 2, "games_per_pairing": 2, "variants": {"target": 3},
         "parallel": 3,
     }, ADMIN)
     wait_until(lambda: api.get(f"/tournaments/{t['id']}")["status"] == "finished", 180,
