@@ -896,7 +896,9 @@ class StandingRow(Out):
     points_for = fields.Int(required=True)
     points_against = fields.Int(required=True)
     timeouts = fields.Int(required=True)
-    byes = fields.Int(required=True)
+    byes = fields.Int(required=True, metadata={
+        "description": "rounds it sat out, counted (with their point in score) once the "
+        "round is complete (in rounds_done), never before"})
     rating = fields.Nested(RatingOut, required=True)
 
 

@@ -90,8 +90,9 @@ drift): games played/won/lost; hands won (a hand is won by the team that scored 
 points in it, counting every score item — kick, give-one, High, Low, Jack, hang-Jack,
 Game; a tied hand is nobody's); points for and against (final game scores); timeouts;
 byes; the match score — per pairing per round, 1 to the entrant who won more of its games
-(tie: more points scored in them; still tied: ½ each), 1 for a bye; and the duplicate
-comparison, **matchpoints**: for each deal played at several tables, on each team, every
+(tie: more points scored in them; still tied: ½ each), 1 for a bye (a bye and its point
+count once the bye's round is complete, i.e. in ``rounds_done``; never before); and the
+duplicate comparison, **matchpoints**: for each deal played at several tables, on each team, every
 entrant that held those cards is compared with every other that held them: 1 for a
 larger margin (its final score minus its opponent's), ½ for an equal one, 0 for a
 smaller; ``comparisons`` counts them (the most it could have scored). Order: score,
@@ -309,7 +310,7 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         for e in doc["entrants"]
     }
     for rnd in doc["rounds"]:
-        for b in rnd["byes"]:
+        for b in rnd["byes"] if round_complete(rnd) else ():
             rows[b]["byes"] += 1
             rows[b]["score"] += 1.0
         matches: dict[int, list[dict[str, Any]]] = {}
@@ -355,6 +356,13 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for i, row in enumerate(out, 1):
         row["rank"] = i
     return out
+
+
+def round_complete(rnd: dict[str, Any]) -> bool:
+    """Every game of the round is recorded: the round counts in ``rounds_done``, and only
+    then does its bye count. A round robin fixes all its rounds (and byes) at creation, so
+    crediting a bye earlier would show every entrant a bye before a card is dealt."""
+    return all(s["status"] == DONE for s in rnd["slots"])
 
 
 def _compare(rows: dict[str, dict[str, Any]], tables: list[dict[str, Any]]) -> None:
