@@ -251,8 +251,19 @@ class ActQuery(Strict):
     )
 
 
+MAX_PLAYING = 200
+PLAYING_RE = rf"^[0-9a-f]{{12}}(,[0-9a-f]{{12}}){{0,{MAX_PLAYING - 1}}}$"
+
+
 class BotTurnsQuery(Strict):
     timeout = fields.Float(validate=validate.Range(0, 30), load_default=25.0)
+    playing = fields.Str(
+        validate=validate.Regexp(PLAYING_RE),
+        metadata={"description": f"game ids you are already playing (comma-separated, at "
+                  f"most {MAX_PLAYING}): they are left out of the answer, and the poll "
+                  "waits while only they are your turn. A runner that plays each game on "
+                  "its own requests (`POST …/actions?wait=`, `GET …/turn`) polls with them "
+                  "all here and learns of any other game's turn the moment it comes"})
 
 
 class EventsQuery(Strict):
