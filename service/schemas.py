@@ -833,6 +833,12 @@ class TournamentSummary(Out):
     finished = fields.Int(required=True, allow_none=True)
     settings = fields.Nested(TournamentSettings, required=True)
     entrants = fields.List(fields.Nested(Entrant), required=True)
+    warnings = fields.List(fields.Str(), required=True, metadata={
+        "description": "what the organizer should know about settings that were accepted "
+        "but cannot play as one might expect: a Swiss of more rounds than entrants - 1 "
+        "(some entrants must then meet again; each round has as few rematches as possible, "
+        "between entrants that met longest ago, and never the same pair in back-to-back "
+        "rounds while a pairing with as few rematches avoids it). Empty otherwise"})
     progress = fields.Nested(Progress, required=True)
 
 

@@ -586,6 +586,8 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
              f"{tour.progress['games_planned']} games of {args.players} players "
              f"({tour.progress['rounds_planned']} rounds)")
         _say(f"watch it at {server}/tournaments/{tour.id}")
+        for warning in tour.raw.get("warnings") or []:
+            _say(f"warning: {warning}")
         _start_runners(entrants, strategies, args.workers, stop)
         deadline = time.monotonic() + args.timeout if args.timeout else None
         timed_out = False
