@@ -837,8 +837,9 @@ class TournamentSummary(Out):
         "description": "what the organizer should know about settings that were accepted "
         "but cannot play as one might expect: a Swiss of more rounds than entrants - 1 "
         "(some entrants must then meet again; each round has as few rematches as possible, "
-        "between entrants that met longest ago, and never the same pair in back-to-back "
-        "rounds while a pairing with as few rematches avoids it). Empty otherwise"})
+        "between the pairs that met least often, then longest ago: a pair meets in "
+        "back-to-back rounds only when every other pairing is worse by those measures). "
+        "Empty otherwise"})
     progress = fields.Nested(Progress, required=True)
 
 

@@ -33,12 +33,12 @@ each round is paired when the previous one is complete, by the current standings
 avoiding rematches where possible (a bounded backtracking search); the bye goes to the
 lowest-ranked entrant with the fewest byes. When no pairing avoids every rematch, an exact
 minimum-cost matching (``fewest_rematches``) pairs the round and picks the bye among the
-fewest-byes entrants: as few rematches as possible, then the least repeated and longest
-ago (never the same pair in back-to-back rounds while another pairing with as few
-rematches exists), then the score grouping. A Swiss of more rounds than entrants − 1 is
-accepted with a ``warnings`` entry: rematches are then certain. Both formats play round
-by round (a round's games start only when the previous round is complete), so the rating
-history per round is exact.
+fewest-byes entrants: as few rematches as possible, then the least repeated pairs, then
+those that met longest ago (so a pair meets in back-to-back rounds only when every other
+pairing is worse by those measures), then the score grouping. A Swiss of more rounds
+than entrants − 1 is accepted with a ``warnings`` entry: rematches are then certain. Both
+formats play round by round (a round's games start only when the previous round is
+complete), so the rating history per round is exact.
 
 **Pairings.** A pairing is a table: two entrants, one per team (in a 4-player game an
 entrant holds both seats of its team, 0 and 2 or 1 and 3). It plays ``games_per_pairing``
@@ -204,7 +204,7 @@ def fewest_rematches(
     2. the rematches themselves, worst first: a pair's k-th meeting is worse than any
        number of (k−1)-th meetings, and among equal counts, the more recent their last
        meeting the worse — so no pair meets more often than it must, and a pair that met
-       last round meets again only when no other pairing with as few rematches exists;
+       last round meets again only when every other pairing is worse by these measures;
     3. Swiss's score grouping: the squared distance in the standings between partners (and
        between the bye and the bottom of the standings).
 
