@@ -44,7 +44,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -512,11 +512,15 @@ class ArenaClient:
         """``GET /bots/{bot_id}``."""
         return Bot.of(self._call("getBotsBotId", bot_id=bot_id))
 
-    def my_turns(self, timeout: float = 25.0) -> BotTurns:
+    def my_turns(self, timeout: float = 25.0, playing: Iterable[str] = ()) -> BotTurns:
         """``GET /bots/me/turns``: games where it is this bot's turn; waits up to ``timeout``
-        seconds (0..30) for one."""
-        return BotTurns.of(self._call("getBotsMeTurns", params={"timeout": timeout},
-                                      wait=timeout))
+        seconds (0..30) for one. ``playing``: games already being played (at most 200),
+        left out of the answer and not waited for."""
+        params: JSON = {"timeout": timeout}
+        ids = ",".join(sorted(playing))
+        if ids:
+            params["playing"] = ids
+        return BotTurns.of(self._call("getBotsMeTurns", params=params, wait=timeout))
 
     # --- games -------------------------------------------------------------------------
 

@@ -12,14 +12,18 @@ A bot author writes one function ``(view, legal) -> action`` or a class with
     BotRunner(ArenaClient(URL, token=TOKEN), first_legal).run()
 
 The runner long-polls ``GET /bots/me/turns`` for the games (all of them, any number) where
-it is the bot's turn, and hands each to a small thread pool. A worker fetches the view,
-asks the strategy, and posts the action with the view's ``version``; while the answer says
-it is still the bot's turn it goes on. While no other game is waiting for a worker, the
-action also waits for the bot's next turn in that game (``POST …/actions?wait=``, up to
-``act_wait`` seconds): the answer is the next view to decide on, so a move costs one
-request instead of a turn poll, a view and an action. A
+it is the bot's turn, and gives each new one a thread of its own that plays it to the end:
+it fetches the view, asks the strategy, and posts the action with the view's ``version``,
+waiting in the same request for the bot's next turn in that game (``POST …/actions?wait=``,
+up to ``act_wait`` seconds): the answer is the next view to decide on, so a move costs one
+request. When the wait runs out with the other side still thinking, the thread goes on
+waiting on the game (``GET …/turn``) until the game is over. The turn poll names every game
+being played (``?playing=``), so it is answered only, and at once, when *another* game
+becomes the bot's turn — a new game's first turn is never left waiting behind games that
+are busy (issue 16: bots that were running got charged timeouts). ``workers`` bounds how
+many strategies decide at once, not how many games are played. A
 ``not-your-turn``/``version-conflict``/``precondition-failed`` answer means the game moved
-on: the worker re-fetches and decides again. Every request is paced by the client
+on: the thread re-fetches and decides again. Every request is paced by the client
 (``ArenaClient``) from the service's ``RateLimit`` fields, so the runner waits for a new
 window rather than meet a 429; one that comes anyway is retried after its
 ``Retry-After``. Network trouble that outlasts the client's own retries is waited out
@@ -37,7 +41,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +53,8 @@ log = logging.getLogger(__name__)
 ChooseFn = Callable[[dict[str, Any], list[str]], str]
 # The game moved on under us: look again and decide again.
 STALE = {"not-your-turn", "version-conflict", "precondition-failed", "game-not-started"}
+MAX_PLAYING = 200  # game ids a turn poll may name as already being played (the contract's)
+GAME_THREADS = 1024  # games played at once, each on a thread that mostly waits on the wire
 
 
 class FunctionStrategy:
@@ -95,15 +101,17 @@ class RunnerStats:
 class BotRunner:
     """Plays every game of the client's bot until told to stop.
 
-    - ``workers``: games decided at the same time (any number of games can be open).
+    - ``workers``: strategies deciding at the same time (any number of games is played at
+      once, each on its own thread that waits on the wire, so one game's wait never holds
+      up another game's turn).
     - ``max_games``: stop once this many of the bot's games have finished.
     - ``stop_when_idle``: stop when a turn poll comes back empty and no game this runner
       has played is still going.
     - ``stop_event``: a ``threading.Event`` that stops the runner when set.
     - ``poll_timeout``: seconds per turn long-poll (also how quickly a stop is noticed).
-    - ``act_wait``: seconds an action may also wait for the bot's next turn in its game
-      (0: plain actions; the turn poll finds the next turn). Used only while no other game
-      is queued for a worker, so a waiting game never holds up one whose turn has come.
+    - ``act_wait``: seconds an action also waits for the bot's next turn in its game (0:
+      plain actions, each followed by a turn long-poll of the game). Waits are at most
+      ``poll_timeout``, so a stop is noticed as quickly.
     """
 
     def __init__(
@@ -138,7 +146,7 @@ class BotRunner:
         self._lock = threading.Lock()
         self._open: dict[str, float] = {}  # games played and not seen over -> last checked
         self._done: set[str] = set()
-        self._queued = 0  # games handed to the pool that no worker has started yet
+        self._deciding = threading.BoundedSemaphore(self.workers)
 
     # --- control -------------------------------------------------------------------------
 
@@ -157,7 +165,7 @@ class BotRunner:
                 previous[sig] = signal.signal(sig, self._on_signal)
         log.info("%s: runner started (%s, %d workers)", self.name, _name(self.strategy),
                  self.workers)
-        pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"{self.name}-game")
+        pool = ThreadPoolExecutor(GAME_THREADS, thread_name_prefix=f"{self.name}-game")
         busy: dict[str, Future[None]] = {}
         failures = 0
         try:
@@ -165,7 +173,10 @@ class BotRunner:
                 for gid in [g for g, f in busy.items() if f.done()]:
                     busy.pop(gid).result()  # play_game never raises; this re-raises bugs
                 try:
-                    turns = self.client.my_turns(self.poll_timeout)
+                    # every game being played is named: the poll answers when another one's
+                    # turn comes (a new game's first), however long the busy ones take
+                    turns = self.client.my_turns(self.poll_timeout,
+                                                 playing=sorted(busy)[:MAX_PLAYING])
                     failures = 0
                 except ArenaError as exc:
                     failures += 1
@@ -173,20 +184,18 @@ class BotRunner:
                     continue
                 fresh = [g for g in turns.games if g not in busy and g not in self._done]
                 for gid in fresh:
-                    with self._lock:
-                        self._queued += 1
-                    busy[gid] = pool.submit(self._started, gid)
-                if busy and not fresh:
-                    # every pending turn is being played: wait for one to finish, not spin
-                    wait(list(busy.values()), timeout=self.poll_timeout,
-                         return_when=FIRST_COMPLETED)
+                    busy[gid] = pool.submit(self.play_game, gid)
+                if turns.games and not fresh:
+                    # only games already being played: more of them than a poll may name,
+                    # or one that just ended. Do not spin on them.
+                    wait(list(busy.values()), timeout=0.05, return_when=FIRST_COMPLETED)
                 if not turns.games:
-                    self._check_open(force=turns.timed_out)
+                    self._check_open(force=turns.timed_out, skip=busy)
                     if self.stop_when_idle and turns.timed_out and not busy and not self._open:
                         log.info("%s: idle, stopping", self.name)
                         break
                 else:
-                    self._check_open(force=False)
+                    self._check_open(force=False, skip=busy)
         finally:
             self.stop_event.set()
             pool.shutdown(wait=True)
@@ -218,42 +227,55 @@ class BotRunner:
 
     # --- one game --------------------------------------------------------------------------
 
-    def _started(self, game_id: str) -> None:
-        with self._lock:
-            self._queued -= 1
-        self.play_game(game_id)
-
     def play_game(self, game_id: str) -> None:
-        """Act in ``game_id`` while it is this bot's turn there. Never raises."""
-        try:
-            self._play(game_id)
-        except ArenaError as exc:
-            with self._lock:
-                self.stats.errors += 1
-            log.warning("%s: game %s: %s", self.name, game_id, exc)
-            if exc.status == 0:  # the service is unreachable: let the poll loop back off
-                self.stop_event.wait(1.0)
-        except Exception:
-            with self._lock:
-                self.stats.errors += 1
-            log.exception("%s: game %s: unexpected error", self.name, game_id)
+        """Play ``game_id`` until it is over (or the runner stops). Never raises.
+
+        Trouble on the wire (the service unreachable, a 5xx or 429 that outlasted the
+        client's retries) is waited out here with a growing backoff, so the game stays this
+        thread's and its next turn is never left to a poll that was told it is being
+        played; any other refusal ends the thread (the turn poll then offers the game
+        again if it is still the bot's turn)."""
+        failures = 0
+        while not self.stopping:
+            try:
+                self._play(game_id)
+                return
+            except ArenaError as exc:
+                with self._lock:
+                    self.stats.errors += 1
+                log.warning("%s: game %s: %s", self.name, game_id, exc)
+                if exc.status not in (0, 429) and exc.status < 500:
+                    return
+                failures += 1
+                pause = min(self.max_backoff, 0.5 * 2 ** (failures - 1))
+                self.stop_event.wait(max(pause, exc.retry_after or 0.0))
+            except Exception:
+                with self._lock:
+                    self.stats.errors += 1
+                log.exception("%s: game %s: unexpected error", self.name, game_id)
+                return
 
     def _play(self, game_id: str) -> None:
         view = self.client.game(game_id)
         stale = 0
+        wait_s = min(self.act_wait, self.poll_timeout)
         while not self.stopping:
             self._seen(view)
-            if view.finished or not view.your_turn:
+            if view.finished:
                 return
+            if not view.your_turn:
+                # the other side is to act: wait on this game, not on the turn poll
+                view = self.client.wait_turn(
+                    game_id, timeout=min(30.0, max(0.5, self.poll_timeout))).view
+                continue
             action = self._decide(view)
-            with self._lock:
-                wait = min(self.act_wait, self.poll_timeout) if self._queued == 0 else 0.0
             try:
                 # Waiting, the seat is left out: the service then answers on the turn of
                 # any seat this bot holds (both of a team's seats, in a 4-player game) and
                 # acts for the seat in turn, which ``version`` pins to the view's.
                 view = self.client.act(game_id, action, version=view.version,
-                                       seat=None if wait else view.seat, wait=wait or None)
+                                       seat=None if wait_s else view.seat,
+                                       wait=wait_s or None)
             except ArenaError as exc:
                 if exc.kind not in STALE or stale >= 20:
                     raise
@@ -272,7 +294,8 @@ class BotRunner:
     def _decide(self, view: View) -> str:
         legal = view.legal_actions
         try:
-            action = self.strategy.choose(view.raw, list(legal))
+            with self._deciding:  # at most ``workers`` strategies think at once
+                action = self.strategy.choose(view.raw, list(legal))
         except Exception:
             log.exception("%s: game %s: the strategy failed; playing %s", self.name, view.id,
                           legal[0])
@@ -305,11 +328,13 @@ class BotRunner:
         log.info("%s: game %s over: scores %s, %s", self.name, view.id, view.scores,
                  "won" if won else "lost")
 
-    def _check_open(self, force: bool) -> None:
-        """Games can end on another seat's move: look at open games now and then."""
+    def _check_open(self, force: bool, skip: Collection[str] = ()) -> None:
+        """Games can end on another seat's move: look at open games now and then (except
+        those in ``skip``: their own threads are watching them)."""
         now = time.monotonic()
         with self._lock:
-            due = [g for g, t in self._open.items() if force or now - t >= self.check_every]
+            due = [g for g, t in self._open.items()
+                   if g not in skip and (force or now - t >= self.check_every)]
         for gid in due:
             try:
                 self._seen(self.client.game(gid))

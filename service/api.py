@@ -367,15 +367,17 @@ def get_me(bot_id: str) -> Response:
 @bp.get("/bots/me/turns")
 @operation(
     summary="Wait for any game where it is your turn",
-    description="Long-poll: answers at once with the games where it is your turn, or waits "
-    "(woken by Redis pub/sub) until there is one or `timeout` seconds pass.",
+    description="Long-poll: answers at once with the games where it is your turn (except "
+    "those in `playing`), or waits (woken by Redis pub/sub, the moment a game becomes "
+    "your turn) until there is one or `timeout` seconds pass.",
     tags=("bots",),
     query=s.BotTurnsQuery,
     response=s.BotTurns,
     auth="required",
 )
 def my_turns(bot_id: str, query: dict[str, Any]) -> Response:
-    return respond(sch(s.BotTurns), arena().wait_bot_turns(bot_id, query["timeout"]))
+    playing = frozenset(query["playing"].split(",")) if query.get("playing") else frozenset()
+    return respond(sch(s.BotTurns), arena().wait_bot_turns(bot_id, query["timeout"], playing))
 
 
 @bp.get("/bots/<bot_id>")

@@ -850,22 +850,31 @@ class Arena:
             return [seat]
         return [i for i, b in enumerate(game.seats) if b == bot_id]
 
-    def wait_bot_turns(self, bot_id: str, timeout: float) -> dict[str, Any]:
-        """Games where it is ``bot_id``'s turn; waits (pub/sub) until there is one."""
+    def wait_bot_turns(self, bot_id: str, timeout: float,
+                       playing: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """Games where it is ``bot_id``'s turn, except those in ``playing`` (games the
+        caller is already playing, each waiting on its own request); waits (pub/sub) until
+        there is one. Without ``playing`` a runner that holds one game's turn while it
+        decides would be answered at once, over and over, and could only slow down — and
+        then miss a new game's first turn (issue 16)."""
+
+        def turns() -> list[str]:
+            return [g for g in self.store.bot_turns(bot_id) if g not in playing]
+
         if timeout <= 0:
-            games = self.store.bot_turns(bot_id)
+            games = turns()
             return {"timed_out": not games, "games": games}
         deadline = time.monotonic() + timeout
         metrics.LIVE.polls += 1
         try:
             with self.wakeups.waiter(self.store.bot_turn_channel(bot_id)) as waiter:
-                games = self.store.bot_turns(bot_id)
+                games = turns()
                 while not games:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return {"timed_out": True, "games": []}
                     if waiter.wait(left):
-                        games = self.store.bot_turns(bot_id)
+                        games = turns()
                     if self.wakeups.closing and not games:  # shutting down: answer now
                         return {"timed_out": True, "games": []}
                 return {"timed_out": False, "games": games}

@@ -70,7 +70,8 @@ def _cmd_bot(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"allfours bot: {exc}", file=sys.stderr)
         return 2
-    with ArenaClient(args.server, token=args.token) as client:
+    # a connection per game played at once (each has its own thread), and the turn poll
+    with ArenaClient(args.server, token=args.token, pool_size=64) as client:
         try:
             if args.token:
                 me = client.me()
@@ -179,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     bot.add_argument("--games", type=int, default=None, help="stop after this many games")
     bot.add_argument("--until-idle", action="store_true",
                      help="stop when no game of this bot is left to play")
-    bot.add_argument("--workers", type=int, default=4, help="games decided at once")
+    bot.add_argument("--workers", type=int, default=4,
+                     help="strategies deciding at once (every game is played at once)")
     bot.add_argument("--poll", type=float, default=10.0, help="seconds per turn long-poll")
     bot.add_argument("--act-wait", type=float, default=10.0,
                      help="seconds an action also waits for the next turn in its game "

@@ -266,8 +266,19 @@ class ActQuery(Strict):
     )
 
 
+MAX_PLAYING = 200
+PLAYING_RE = rf"^[0-9a-f]{{12}}(,[0-9a-f]{{12}}){{0,{MAX_PLAYING - 1}}}$"
+
+
 class BotTurnsQuery(Strict):
     timeout = fields.Float(validate=validate.Range(0, 30), load_default=25.0)
+    playing = fields.Str(
+        validate=validate.Regexp(PLAYING_RE),
+        metadata={"description": f"game ids you are already playing (comma-separated, at "
+                  f"most {MAX_PLAYING}): they are left out of the answer, and the poll "
+                  "waits while only they are your turn. A runner that plays each game on "
+                  "its own requests (`POST …/actions?wait=`, `GET …/turn`) polls with them "
+                  "all here and learns of any other game's turn the moment it comes"})
 
 
 class EventsQuery(Strict):
@@ -912,6 +923,13 @@ class TournamentSummary(Out):
     finished = fields.Int(required=True, allow_none=True)
     settings = fields.Nested(TournamentSettings, required=True)
     entrants = fields.List(fields.Nested(Entrant), required=True)
+    warnings = fields.List(fields.Str(), required=True, metadata={
+        "description": "what the organizer should know about settings that were accepted "
+        "but cannot play as one might expect: a Swiss of more rounds than entrants - 1 "
+        "(some entrants must then meet again; each round has as few rematches as possible, "
+        "between the pairs that met least often, then longest ago: a pair meets in "
+        "back-to-back rounds only when every other pairing is worse by those measures). "
+        "Empty otherwise"})
     progress = fields.Nested(Progress, required=True)
 
 
@@ -1000,7 +1018,9 @@ class StandingRow(Out):
     points_for = fields.Int(required=True)
     points_against = fields.Int(required=True)
     timeouts = fields.Int(required=True)
-    byes = fields.Int(required=True)
+    byes = fields.Int(required=True, metadata={
+        "description": "rounds it sat out, counted (with their point in score) once the "
+        "round is complete (in rounds_done), never before"})
     rating = fields.Nested(RatingOut, required=True)
 
 

@@ -657,7 +657,7 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
             viewer.readyz()
             check_with_service(viewer, admin_token, fmt, settings)
             for name, spec in pairs:
-                client = ArenaClient(server, pool_size=max(16, args.workers * 2))
+                client = ArenaClient(server, pool_size=max(16, args.parallel + 4))
                 entrants.append(Entrant(name, spec, client=client))
                 entrants[-1].bot_id = client.register(name).id
             tour = viewer.create_tournament([e.bot_id for e in entrants], fmt,
@@ -672,6 +672,8 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
              f"{tour.progress['games_planned']} games of {args.players} players "
              f"({tour.progress['rounds_planned']} rounds)")
         _say(f"watch it at {server}/tournaments/{tour.id}")
+        for warning in tour.raw.get("warnings") or []:
+            _say(f"warning: {warning}")
         _start_runners(entrants, strategies, args.workers, stop)
         deadline = time.monotonic() + args.timeout if args.timeout else None
         timed_out = False
@@ -770,7 +772,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parallel", type=int, default=8,
                    help="games of the tournament at once (default %(default)s)")
     p.add_argument("--workers", type=int, default=4,
-                   help="games each entrant's runner decides at once (default %(default)s)")
+                   help="strategies each entrant's runner runs at once; every game "
+                   "is played at once regardless (default %(default)s)")
     p.add_argument("--seed", type=int, default=None, help="fixes every deal (default random)")
     p.add_argument("--name", default="tournament", help="the tournament's name")
     p.add_argument("--server", default=None,

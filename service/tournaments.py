@@ -30,10 +30,15 @@ deal does not count); games are created in slot order.
 **Rounds.** Round robin: all rounds are fixed at creation by the circle method (each
 entrant plays at most once per round; with an odd number, one sits out — a bye). Swiss:
 each round is paired when the previous one is complete, by the current standings,
-avoiding rematches where possible (a bounded backtracking search; failing that, neighbours
-in the standings meet again); the bye goes to the lowest-ranked entrant with the fewest
-byes. Both formats play round by round (a round's games start only when the previous
-round is complete), so the rating history per round is exact.
+avoiding rematches where possible (a bounded backtracking search); the bye goes to the
+lowest-ranked entrant with the fewest byes. When no pairing avoids every rematch, an exact
+minimum-cost matching (``fewest_rematches``) pairs the round and picks the bye among the
+fewest-byes entrants: as few rematches as possible, then the least repeated pairs, then
+those that met longest ago (so a pair meets in back-to-back rounds only when every other
+pairing is worse by those measures), then the score grouping. A Swiss of more rounds
+than entrants − 1 is accepted with a ``warnings`` entry: rematches are then certain. Both
+formats play round by round (a round's games start only when the previous round is
+complete), so the rating history per round is exact.
 
 **Pairings.** A pairing is a table: two entrants, one per team (in a 4-player game an
 entrant holds both seats of its team, 0 and 2 or 1 and 3). It plays ``games_per_pairing``
@@ -90,8 +95,9 @@ drift): games played/won/lost; hands won (a hand is won by the team that scored 
 points in it, counting every score item — kick, give-one, High, Low, Jack, hang-Jack,
 Game; a tied hand is nobody's); points for and against (final game scores); timeouts;
 byes; the match score — per pairing per round, 1 to the entrant who won more of its games
-(tie: more points scored in them; still tied: ½ each), 1 for a bye; and the duplicate
-comparison, **matchpoints**: for each deal played at several tables, on each team, every
+(tie: more points scored in them; still tied: ½ each), 1 for a bye (a bye and its point
+count once the bye's round is complete, i.e. in ``rounds_done``; never before); and the
+duplicate comparison, **matchpoints**: for each deal played at several tables, on each team, every
 entrant that held those cards is compared with every other that held them: 1 for a
 larger margin (its final score minus its opponent's), ½ for an equal one, 0 for a
 smaller; ``comparisons`` counts them (the most it could have scored). Order, each key a
@@ -114,12 +120,15 @@ detail alone (``tests/service/test_tournament_order_and_limits.py`` does).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
 import random
 import secrets
 import time
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from hashlib import shake_256
 from typing import Any
 
@@ -164,10 +173,19 @@ def round_robin_rounds(ids: list[str]) -> list[tuple[list[tuple[str, str]], list
     return rounds
 
 
+Meetings = Mapping[frozenset[str], Sequence[int]] | AbstractSet[frozenset[str]]
+
+
 def swiss_pairs(
-    ranked: list[str], met: set[frozenset[str]], byes: dict[str, int]
+    ranked: list[str], met: Meetings, byes: dict[str, int]
 ) -> tuple[list[tuple[str, str]], list[str]]:
-    """Pair ``ranked`` (best first) top-down, avoiding pairs in ``met`` where possible."""
+    """Pair ``ranked`` (best first) top-down, avoiding pairs in ``met`` where possible.
+
+    ``met``: the pairs that have met, each with the rounds it met in (a plain set: met
+    once, in no known round). The bye goes to the lowest-ranked entrant with the fewest
+    byes and the rest are paired top-down, each with the nearest entrant below it that it
+    has not met (a bounded backtracking search). When that finds nothing — a rematch is
+    forced — ``fewest_rematches`` pairs instead, exactly."""
     pool = list(ranked)
     bye: list[str] = []
     if len(pool) % 2:
@@ -175,10 +193,76 @@ def swiss_pairs(
         out = next(b for b in reversed(pool) if byes.get(b, 0) == fewest)
         pool.remove(out)
         bye = [out]
-    pairs = _pair(pool, met, [10_000])
+    pairs = _pair(pool, set(met), [10_000])
     if pairs is None:
-        pairs = [(pool[i], pool[i + 1]) for i in range(0, len(pool), 2)]
+        return fewest_rematches(ranked, met, byes)
     return pairs, bye
+
+
+def fewest_rematches(
+    ranked: list[str], met: Meetings, byes: dict[str, int]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The Swiss pairing once a rematch cannot be avoided (issue 16): a minimum-cost
+    perfect matching (networkx's ``max_weight_matching``, exact on integer weights) of
+    ``ranked`` (best first) — plus a bye node when the count is odd, joined only to the
+    entrants with the fewest byes, so who sits out is chosen with the pairs. The cost is
+    lexicographic, each level outweighing everything below it:
+
+    1. the number of rematches;
+    2. the rematches themselves, worst first: a pair's k-th meeting is worse than any
+       number of (k−1)-th meetings, and among equal counts, the more recent their last
+       meeting the worse — so no pair meets more often than it must, and a pair that met
+       last round meets again only when every other pairing is worse by these measures;
+    3. Swiss's score grouping: the squared distance in the standings between partners (and
+       between the bye and the bottom of the standings).
+
+    Exact search would be exponential in the worst case (n ≤ 64 entrants: 63!! pairings);
+    the blossom algorithm is O(n³). The weights are Python integers (as large as the
+    levels need), so the optimum is exact, not rounded."""
+    import networkx as nx
+
+    n = len(ranked)
+    history = _meeting_rounds(met)
+    fewest = min((byes.get(b, 0) for b in ranked), default=0)
+    # level 2: every (meetings, last round) a candidate rematch can have, in order
+    everyone = set(ranked)
+    classes = sorted({(len(r), max(r)) for p, r in history.items() if p <= everyone})
+    grade = {c: k for k, c in enumerate(classes)}
+    edges_per_matching = n // 2 + 1
+    score_scale = n * n * edges_per_matching + 1  # above any matching's level-3 total
+    base = edges_per_matching + 1
+    rematch_scale = base ** len(classes) * score_scale * edges_per_matching
+    costs: dict[tuple[int | str, int], int] = {}
+    for i, j in itertools.combinations(range(n), 2):
+        rounds = history.get(frozenset((ranked[i], ranked[j])))
+        cost = (j - i) ** 2
+        if rounds:
+            cost += rematch_scale + base ** grade[(len(rounds), max(rounds))] * score_scale
+        costs[(i, j)] = cost
+    if n % 2:
+        for i in range(n):
+            if byes.get(ranked[i], 0) == fewest:
+                costs[("bye", i)] = (n - 1 - i) ** 2
+    top = max(costs.values()) + 1
+    graph = nx.Graph()
+    for (u, v), cost in costs.items():
+        graph.add_edge(u, v, weight=top - cost)  # the heaviest perfect matching: cheapest
+    matching = nx.max_weight_matching(graph, maxcardinality=True)
+    pairs, bye = [], []
+    for u, v in matching:
+        if "bye" in (u, v):
+            bye.append(ranked[v if u == "bye" else u])  # type: ignore[index]
+        else:
+            a, b = sorted((u, v))  # type: ignore[type-var]
+            pairs.append((ranked[a], ranked[b]))  # type: ignore[index]
+    pairs.sort(key=lambda p: ranked.index(p[0]))
+    return pairs, bye
+
+
+def _meeting_rounds(met: Meetings) -> dict[frozenset[str], list[int]]:
+    if isinstance(met, Mapping):
+        return {p: sorted(r) or [0] for p, r in met.items()}
+    return {p: [0] for p in met}
 
 
 def _pair(pool: list[str], met: set[frozenset[str]], budget: list[int]
@@ -196,6 +280,21 @@ def _pair(pool: list[str], met: set[frozenset[str]], budget: list[int]
         if sub is not None:
             return [(first, other), *sub]
     return None
+
+
+def swiss_warnings(settings: dict[str, Any], n: int) -> list[str]:
+    """What the organizer is told (``warnings``) about settings the service accepts but
+    that cannot play as they might expect. A Swiss of more than n − 1 rounds is accepted
+    (five bots over seven rounds is a fair way to get more games than a round robin) but
+    some pairs must then meet again: ``fewest_rematches`` keeps that as rare and as long
+    ago as it can."""
+    rounds = settings["rounds"]
+    if settings["format"] != SWISS or rounds <= n - 1:
+        return []
+    return [f"{rounds} Swiss rounds for {n} entrants: more than {n - 1} (entrants - 1), "
+            f"so some entrants must meet more than once; each round is paired with as few "
+            f"rematches as possible, and those between entrants that met longest ago. A "
+            f"round robin meets everyone exactly once"]
 
 
 def deal_seed(tournament_seed: int, round_no: int, deal: int) -> int:
@@ -317,7 +416,7 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         for e in doc["entrants"]
     }
     for rnd in doc["rounds"]:
-        for b in rnd["byes"]:
+        for b in rnd["byes"] if round_complete(rnd) else ():
             rows[b]["byes"] += 1
             rows[b]["score"] += 1.0
         matches: dict[int, list[dict[str, Any]]] = {}
@@ -363,6 +462,13 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for i, row in enumerate(out, 1):
         row["rank"] = i
     return out
+
+
+def round_complete(rnd: dict[str, Any]) -> bool:
+    """Every game of the round is recorded: the round counts in ``rounds_done``, and only
+    then does its bye count. A round robin fixes all its rounds (and byes) at creation, so
+    crediting a bye earlier would show every entrant a bye before a card is dealt."""
+    return all(s["status"] == DONE for s in rnd["slots"])
 
 
 def _compare(rows: dict[str, dict[str, Any]], tables: list[dict[str, Any]]) -> None:
@@ -441,6 +547,7 @@ class Tournaments:
         if too_big:
             raise Problem("validation", next(iter(too_big.values()))[0], errors=too_big)
         tid = secrets.token_hex(6)
+        warnings = swiss_warnings(settings, n)
         doc: dict[str, Any] = {
             "id": tid,
             "name": body.get("name") or "tournament",
@@ -453,6 +560,7 @@ class Tournaments:
             "ratings": {b: ratings.initial() for b in entrants},
             "history": [],
             "recorded": 0,
+            "warnings": warnings,
         }
         if fmt == ROUND_ROBIN:
             for pairs, byes in round_robin_rounds(entrants):
@@ -637,7 +745,10 @@ class Tournaments:
             settings = doc["settings"]
             if settings["format"] == SWISS and len(doc["rounds"]) < settings["rounds"]:
                 table = standings(doc)
-                met = {frozenset(s["entrants"]) for r in doc["rounds"] for s in r["slots"]}
+                met: dict[frozenset[str], list[int]] = {}
+                for r in doc["rounds"]:
+                    for pair in {frozenset(s["entrants"]) for s in r["slots"]}:
+                        met.setdefault(pair, []).append(r["round"])
                 byes = {row["bot_id"]: row["byes"] for row in table}
                 self._add_round(doc, *swiss_pairs([row["bot_id"] for row in table], met, byes))
                 changed = True
@@ -700,6 +811,7 @@ class Tournaments:
             "finished": doc["finished"],
             "settings": shown,
             "entrants": doc["entrants"],
+            "warnings": doc.get("warnings", []),
             "progress": {
                 "games_planned": planned_games(settings, len(doc["entrants"])),
                 "games_done": sum(1 for s in slots if s["status"] == DONE),
