@@ -354,7 +354,7 @@ def readyz() -> Response:
                           bot_id="$response.body#/id")},
 )
 def create_bot(body: dict[str, Any]) -> Response:
-    bot = arena().register_bot(body["name"])
+    bot = arena().register_bot(body["name"], body["person"])
     return respond(sch(s.BotCreated), bot, 201, {"Location": f"/bots/{bot['id']}"})
 
 
@@ -698,7 +698,7 @@ def create_house_game(bot_id: str | None, body: dict[str, Any]) -> Response:
                             body.get("partner"))
     player = None
     if bot_id is None:
-        player = a.register_bot(body["name"])
+        player = a.register_bot(body["name"], person=True)
         seats[0] = player["id"]
     game = a.create_game(seats[0], {
         "players": body["players"], "variants": body.get("variants") or {},

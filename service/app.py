@@ -29,6 +29,8 @@ DEFAULTS: dict[str, Any] = {
     # authentications per address, trusted proxies: see service/limits.py; 0: off
     **limits.DEFAULTS,
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
+    # seconds a decision in a game a person's account sits down in, if it has no limit
+    "ARENA_PERSON_MOVE_LIMIT": 60.0,
     "ARENA_RETRY_GRACE": RETRY_GRACE_S,  # seconds a finished game's retry memory is kept
     "ARENA_REDIS_TIMEOUT": redis_client.COMMAND_TIMEOUT_S,  # seconds; then 503
     "MAX_CONTENT_LENGTH": api.MAX_BODY_BYTES,  # bytes, chunked bodies too
@@ -68,6 +70,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     client = redis_client.connect(app.config["REDIS_URL"], redis_timeout)
     store = Store(client, app.config["ARENA_KEY_PREFIX"], int(app.config["ARENA_RETRY_GRACE"]))
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
+    arena.person_move_limit = float(app.config["ARENA_PERSON_MOVE_LIMIT"])
     # the pub/sub listener: a connection of its own (see redis_client.listener)
     arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout)
     arena.wakeups.confirm_s = redis_timeout

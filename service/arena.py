@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 CAS_ATTEMPTS = 50
 KEEPALIVE_S = 5.0
+PERSON_MOVE_LIMIT_S = 60.0  # seconds a decision, for a game a person sits down in
 SHUTDOWN_RETRY_MS = 2000  # the ``retry:`` of a stream ended by a shutdown
 
 
@@ -172,6 +173,9 @@ class Arena:
     def __init__(self, store: Store, keepalive_s: float = KEEPALIVE_S) -> None:
         self.store = store
         self.keepalive_s = keepalive_s
+        # A game a person's account sits down in gets this move limit if it has none, so
+        # a closed browser tab cannot hold the game (and its bots) forever.
+        self.person_move_limit = PERSON_MOVE_LIMIT_S
         # One pub/sub listener per process for every long-poll, stream and waiting action.
         prefix = glob_escape(store.p)
         self.wakeups = Wakeups(store.r, [f"{prefix}game:*:changed"])
@@ -264,8 +268,8 @@ class Arena:
 
     # --- bots ------------------------------------------------------------------------------
 
-    def register_bot(self, name: str) -> dict[str, Any]:
-        bot, token = self.store.create_bot(name)
+    def register_bot(self, name: str, person: bool = False) -> dict[str, Any]:
+        bot, token = self.store.create_bot(name, person)
         return {**bot, "token": token}
 
     def bot(self, bot_id: str) -> dict[str, Any]:
@@ -306,6 +310,8 @@ class Arena:
         }
         if body.get("move_limit"):
             meta["move_limit"] = body["move_limit"]
+        elif any(self.store.is_person(b) for b in set(seats) if b):
+            meta["move_limit"] = self.person_move_limit
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status))
         return self.summary(game)
@@ -423,6 +429,8 @@ class Arena:
             names = list(game.meta["names"])
             names[seat] = self.store.bot_names([bot_id]).get(bot_id)
             meta = {**game.meta, "seats": seats, "names": names}
+            if not meta.get("move_limit") and self.store.is_person(bot_id):
+                meta["move_limit"] = self.person_move_limit
             deadline = deadline_for(meta, state, status)
             updated = commit_time()
             code, value = self.store.commit(

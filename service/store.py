@@ -390,13 +390,17 @@ class Store:
 
     # --- bots ----------------------------------------------------------------------------
 
-    def create_bot(self, name: str) -> tuple[dict[str, Any], str]:
-        """A new bot and its token; the token is returned here once and never stored."""
+    def create_bot(self, name: str, person: bool = False) -> tuple[dict[str, Any], str]:
+        """A new bot and its token; the token is returned here once and never stored.
+        ``person``: the account is a person's (``is_person``)."""
         bot_id = secrets.token_hex(6)
         token = secrets.token_urlsafe(32)
         created = int(time.time())
+        fields_: dict[str, Any] = {"name": name, "created": created}
+        if person:
+            fields_["person"] = 1
         pipe = self.r.pipeline(transaction=True)
-        pipe.hset(f"{self.p}bot:{bot_id}", mapping={"name": name, "created": created})
+        pipe.hset(f"{self.p}bot:{bot_id}", mapping=fields_)
         pipe.set(f"{self.p}token:{token_hash(token)}", bot_id)
         pipe.execute()
         return {"id": bot_id, "name": name, "created": created}, token
@@ -406,6 +410,11 @@ class Store:
         if not raw:
             return None
         return {"id": bot_id, "name": raw[b"name"].decode(), "created": int(raw[b"created"])}
+
+    def is_person(self, bot_id: str) -> bool:
+        """Whether the account was registered for a person (``POST /bots`` with
+        ``person``), not a program."""
+        return bool(self.r.hexists(f"{self.p}bot:{bot_id}", "person"))
 
     def bot_names(self, bot_ids: list[str]) -> dict[str, str]:
         ids = sorted({b for b in bot_ids if b})

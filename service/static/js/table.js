@@ -647,7 +647,7 @@ async function play() {
     const name = prompt("A name for your player", "human");
     if (!name) return;
     try {
-      const bot = await api("/bots", { method: "POST", body: { name } });
+      const bot = await api("/bots", { method: "POST", body: { name, person: true } });
       showError(null);
       showFreshToken(bot);
       startPlaying(bot.token);
