@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -31,6 +32,7 @@ from .engine import (
     spectator_view,
 )
 from .engine.record import record_from_events
+from .fanout import ALL, Feed
 from .jsonio import dumps
 from .problems import Problem
 from .store import Game, Store, commit_time
@@ -184,6 +186,10 @@ class Arena:
         # a tournament. Best effort: a failure is logged and the sweeper's periodic
         # re-check of open tournaments repairs it.
         self.on_finish: list[Callable[[Game], None]] = []
+        # game id -> the feed this process's event streams of that game share
+        # (``service.fanout``): one read per change per process, whatever the viewers.
+        self._feeds: dict[str, Feed] = {}
+        self._feeds_lock = threading.Lock()
 
     def _heard(self, channel: str, data: Any, generation: int) -> Any:
         """Every message the listener hears: game changes move the game cache on; the
@@ -889,13 +895,14 @@ class Arena:
 
     def stream(
         self, game_id: str, bot_id: str | None, seat: int | None, last_id: str | None
-    ) -> Iterator[str]:
+    ) -> StreamBody:
         """Server-sent events for one viewer, from just after ``last_id`` to game_over.
 
         Event ids are ``ply.index`` (the index of the event among those the ply caused),
         so a reconnecting client resumes exactly where it broke off. Events are recomputed
-        by replay; after the replayed backlog the stream waits on the game's channel and
-        sends ``: keep-alive`` every few seconds while nothing happens.
+        by replay, once per process for all its viewers of the game (``service.fanout``);
+        after the backlog the stream waits on that shared feed and sends ``: keep-alive``
+        every few seconds while nothing happens (no Redis command while idle).
         """
         game = self.get(game_id)
         viewer = self.viewer_seat(game, bot_id, seat)
@@ -904,52 +911,63 @@ class Arena:
             raise Problem("embargoed", EMBARGOED)
         after = parse_event_id(last_id) or (-1, -1)
         reveal = game.status == FINISHED and not embargoed
-        store = self.store
-        self.wakeups.start()  # Redis unreachable: 503 now, not a broken stream later
+        audience: Any = ALL if reveal else viewer
+        feed = self._join_feed(game)
+        try:
+            feed.open()  # Redis unreachable: 503 now, not a broken stream later
+        except BaseException:
+            self._leave_feed(feed)
+            raise
+        return StreamBody(self._stream(feed, audience, after), lambda: self._leave_feed(feed))
 
-        def gen() -> Iterator[str]:
-            waiter = self.wakeups.waiter(store.game_channel(game_id)).__enter__()
-            metrics.LIVE.streams += 1
-            try:
-                g = store.get_game(game_id) or game
-                state: State | None = None
-                ply = 0
-                yield "retry: 1000\n\n"
-                while True:
-                    actions = g.actions
-                    over = False
-                    for k, events, after_step in self._steps(g, actions[ply:], state, ply + 1):
-                        state = after_step
-                        for i, e in enumerate(events):
-                            if (k, i) <= after:
-                                continue
-                            shown = e if reveal else redact_event(e, viewer)
-                            yield f"id: {k}.{i}\nevent: {e['type']}\ndata: {dumps(shown)}\n\n"
-                            over = over or e["type"] == "game_over"
-                    ply = len(actions)
-                    if over or (state is not None and state.is_over):
-                        return
-                    version = g.version
-                    while True:
-                        woken = waiter.wait(self.keepalive_s)
-                        if self.wakeups.closing:
-                            # shutting down: end the stream, saying when to reconnect
-                            # (with Last-Event-ID, to this or another process)
-                            yield f": the server is restarting\nretry: {SHUTDOWN_RETRY_MS}\n\n"
-                            return
-                        if not woken:
-                            current = store.get_version(game_id)
-                            if current is not None and current != version:
-                                break
-                            yield ": keep-alive\n\n"
-                            continue
-                        break
-                    g = store.get_game(game_id) or g
-            finally:
-                metrics.LIVE.streams -= 1
-                waiter.__exit__()
+    def _stream(self, feed: Feed, audience: Any, after: tuple[int, int]) -> Iterator[bytes]:
+        """One viewer's stream over the process's shared ``feed`` of the game: what is new
+        since its position, as its audience sees it, then a wait on the feed (no Redis)."""
+        metrics.LIVE.streams += 1
+        try:
+            yield b"retry: 1000\n\n"
+            position = feed.position_after(after)
+            keepalive = self.keepalive_s
+            while True:
+                end = len(feed.events)
+                if end > position:
+                    yield feed.chunk(audience, position, end)
+                    position = end
+                if feed.over and position >= len(feed.events):
+                    return
+                if self.wakeups.closing or feed.broken:
+                    # shutting down (or Redis lost): end the stream, saying when to
+                    # reconnect (with Last-Event-ID, to this or another process)
+                    yield (": the server is restarting\nretry: "
+                           f"{SHUTDOWN_RETRY_MS}\n\n").encode()
+                    return
+                if not feed.wait(position, keepalive):
+                    yield b": keep-alive\n\n"
+        finally:
+            metrics.LIVE.streams -= 1
 
-        return gen()
+    def _join_feed(self, game: Game) -> Feed:
+        with self._feeds_lock:
+            feed = self._feeds.get(game.id)
+            if feed is None or feed.ended:
+                feed = self._feeds[game.id] = Feed(self, game)
+            feed.streams += 1
+            return feed
+
+    def _leave_feed(self, feed: Feed) -> None:
+        with self._feeds_lock:
+            feed.streams -= 1
+
+    def _drop_feed(self, feed: Feed, force: bool = False) -> bool:
+        """Forget ``feed`` (its pump is ending) unless a stream has joined it meanwhile
+        (``force``: the pump ends anyway; streams still on it are told by ``ended``)."""
+        with self._feeds_lock:
+            if feed.streams > 0 and not force:
+                return False
+            feed.ended = True
+            if self._feeds.get(feed.game_id) is feed:
+                del self._feeds[feed.game_id]
+            return True
 
     def record(self, game_id: str, bot_id: str | None, seat: int | None) -> dict[str, Any]:
         """The full record once finished (and, for a duplicate deal, once every table of it
@@ -976,6 +994,25 @@ class Arena:
         record["complete"] = False
         record["timeouts"] = game.meta.get("timeouts", [])
         return record
+
+
+class StreamBody:
+    """A stream's response body: its events, and ``close`` (called by the server when the
+    response ends or the client goes away) that releases its place on the feed even if
+    the body was never iterated."""
+
+    def __init__(self, events: Iterator[bytes], on_close: Callable[[], None]) -> None:
+        self._events = events
+        self._on_close: Callable[[], None] | None = on_close
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._events
+
+    def close(self) -> None:
+        self._events.close()  # type: ignore[attr-defined]
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 __all__ = ["Arena", "IllegalAction", "dumps", "parse_event_id"]
