@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import gevent
+
 from . import metrics
 from .engine import (
     IllegalAction,
@@ -32,7 +34,7 @@ from .engine import (
     spectator_view,
 )
 from .engine.record import record_from_events
-from .fanout import ALL, Feed
+from .fanout import ALL, Direct, Feed, frame
 from .jsonio import dumps
 from .problems import Problem
 from .store import Game, Store, commit_time
@@ -44,6 +46,10 @@ WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
 CAS_ATTEMPTS = 50
 KEEPALIVE_S = 5.0
 SHUTDOWN_RETRY_MS = 2000  # the ``retry:`` of a stream ended by a shutdown
+# A stream's write that takes longer drops it (a consumer that does not read); the
+# client resumes with Last-Event-ID.
+WRITE_TIMEOUT_S = 10.0
+KEEPALIVE_FRAME = frame(b": keep-alive\n\n")
 
 
 def status_of(state: State, seats: list[str | None]) -> str:
@@ -894,7 +900,8 @@ class Arena:
             yield k, events, state
 
     def stream(
-        self, game_id: str, bot_id: str | None, seat: int | None, last_id: str | None
+        self, game_id: str, bot_id: str | None, seat: int | None, last_id: str | None,
+        sock: Any = None,
     ) -> StreamBody:
         """Server-sent events for one viewer, from just after ``last_id`` to game_over.
 
@@ -902,7 +909,9 @@ class Arena:
         so a reconnecting client resumes exactly where it broke off. Events are recomputed
         by replay, once per process for all its viewers of the game (``service.fanout``);
         after the backlog the stream waits on that shared feed and sends ``: keep-alive``
-        every few seconds while nothing happens (no Redis command while idle).
+        every few seconds while nothing happens (no Redis command while idle). With
+        ``sock`` (the client's socket, ``fanout.direct_socket``), what follows the first
+        chunk is written to it by the feed itself (see ``_stream_direct``).
         """
         game = self.get(game_id)
         viewer = self.viewer_seat(game, bot_id, seat)
@@ -918,7 +927,70 @@ class Arena:
         except BaseException:
             self._leave_feed(feed)
             raise
-        return StreamBody(self._stream(feed, audience, after), lambda: self._leave_feed(feed))
+        events = (self._stream(feed, audience, after) if sock is None
+                  else self._stream_direct(feed, audience, after, sock))
+        return StreamBody(events, lambda: self._leave_feed(feed))
+
+    def _stream_direct(self, feed: Feed, audience: Any, after: tuple[int, int], sock: Any
+                       ) -> Iterator[bytes]:
+        """One viewer's stream whose new events the feed's pump writes to the socket
+        itself (``Feed._write_direct``): a move costs a watching process one ``send`` per
+        stream, not a greenlet switch and a trip through the server's write path each.
+        The first chunk (with the response's headers) and the end (the last chunk,
+        written by the server when this generator returns) go through the server as
+        usual; in between this greenlet only writes what the pump left to it (a socket
+        that took part of a frame, events that came while it was writing), keep-alives,
+        and the shutdown's ``retry:``, each as one chunk. A write that takes longer than
+        ``WRITE_TIMEOUT_S`` drops the stream (a slow consumer: it resumes with
+        Last-Event-ID); what waits for it is the feed's events, not a buffer of its own.
+        """
+        metrics.LIVE.streams += 1
+        position = feed.position_after(after)
+        end = len(feed.events)
+        direct = Direct(sock, audience, end)
+        try:
+            yield b"retry: 1000\n\n" + (feed.chunk(audience, position, end)
+                                          if end > position else b"")
+            feed.direct.add(direct)
+            keepalive = self.keepalive_s
+            while True:
+                if direct.dead:
+                    return
+                pending, direct.pending = direct.pending, None
+                if pending:
+                    self._send(direct, pending)
+                end = len(feed.events)
+                if direct.position < end:
+                    start, direct.position = direct.position, end
+                    self._send(direct, feed.frame(audience, start, end))
+                    continue
+                if feed.over:
+                    return
+                if self.wakeups.closing or feed.broken:
+                    self._send(direct, frame((": the server is restarting\nretry: "
+                                              f"{SHUTDOWN_RETRY_MS}\n\n").encode()))
+                    return
+                if direct.event.wait(keepalive):
+                    direct.event.clear()
+                else:
+                    self._send(direct, KEEPALIVE_FRAME)
+        finally:
+            feed.direct.discard(direct)
+            metrics.LIVE.streams -= 1
+
+    @staticmethod
+    def _send(direct: Direct, data: bytes) -> None:
+        """Write ``data`` (framed) from the stream's greenlet; the pump keeps off
+        meanwhile. A slow consumer that takes longer than ``WRITE_TIMEOUT_S`` is cut."""
+        direct.busy = True
+        try:
+            with gevent.Timeout(WRITE_TIMEOUT_S, TimeoutError):
+                direct.sock.sendall(data)
+        except OSError:
+            direct.dead = True
+            raise
+        finally:
+            direct.busy = False
 
     def _stream(self, feed: Feed, audience: Any, after: tuple[int, int]) -> Iterator[bytes]:
         """One viewer's stream over the process's shared ``feed`` of the game: what is new

@@ -67,6 +67,9 @@ class Feed:
         self._encoded: dict[Any, list[bytes]] = {}
         self._chunks: dict[Any, tuple[int, int, bytes]] = {}
         self._changed = threading.Event()
+        self._frames: dict[Any, tuple[int, int, bytes]] = {}
+        # streams written to directly from the pump (``Direct``), see ``_write_direct``
+        self.direct: set[Direct] = set()
         self._waiter: Any = None
         self._opened = False
         self._open_lock = threading.Lock()
@@ -123,12 +126,41 @@ class Feed:
             self.version = version
             self.over = state is not None and state.is_over
         if new:
+            self._write_direct()
             self._wake()
 
     def _wake(self) -> None:
         """Every stream waiting on this feed looks again."""
         changed, self._changed = self._changed, threading.Event()
         changed.set()
+        if self.over or self.broken or self.ended:
+            for d in list(self.direct):
+                d.event.set()
+
+    def _write_direct(self) -> None:
+        """Send what is new to every direct stream from here, without waking its
+        greenlet: one non-blocking ``send`` each of bytes framed once per audience. A
+        stream whose socket takes only part (a slow consumer), or whose greenlet is
+        writing itself, is left to its greenlet, which catches up from its position."""
+        end = len(self.events)
+        for d in list(self.direct):
+            if d.busy or d.pending or d.dead or d.position >= end:
+                if d.position < end:
+                    d.event.set()
+                continue
+            frame = self.frame(d.audience, d.position, end)
+            try:
+                sent = d.raw.send(frame)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                d.dead = True
+                d.event.set()
+                continue
+            d.position = end
+            if sent < len(frame):
+                d.pending = frame[sent:]
+                d.event.set()
 
     def _pump(self) -> None:
         waiter = self._waiter
@@ -181,6 +213,15 @@ class Feed:
             self._chunks[audience] = (start, end, text)
         return text
 
+    def frame(self, audience: Any, start: int, end: int) -> bytes:
+        """``chunk`` framed as one HTTP/1.1 chunk (what gunicorn would make of it)."""
+        cached = self._frames.get(audience)
+        if cached is not None and cached[0] == start and cached[1] == end:
+            return cached[2]
+        text = frame(self.chunk(audience, start, end))
+        self._frames[audience] = (start, end, text)
+        return text
+
     def wait(self, position: int, timeout: float) -> bool:
         """Block until there are events past ``position``, the feed ends, or ``timeout``
         passes (False: a keep-alive is due)."""
@@ -190,3 +231,47 @@ class Feed:
         if self.ended:
             return True
         return changed.wait(timeout)
+
+
+def frame(data: bytes) -> bytes:
+    """``data`` as one chunk of a chunked HTTP/1.1 body."""
+    return b"%X\r\n%s\r\n" % (len(data), data)
+
+
+class Direct:
+    """A stream the pump writes to directly: its socket, audience and position (the
+    index of the first event not sent yet), and what its own greenlet has to do."""
+
+    __slots__ = ("audience", "busy", "dead", "event", "pending", "position", "raw", "sock")
+
+    def __init__(self, sock: Any, audience: Any, position: int) -> None:
+        self.sock = sock  # the gevent socket: cooperative ``sendall`` for the greenlet
+        self.raw = sock._sock  # the non-blocking OS socket under it: the pump's ``send``
+        self.audience = audience
+        self.position = position
+        self.busy = False  # its greenlet is writing: the pump leaves it alone
+        self.pending: bytes | None = None  # the rest of a frame the socket did not take
+        self.dead = False  # a send failed: the client is gone
+        self.event = threading.Event()  # set: the greenlet has something to do
+
+
+def direct_socket(environ: dict[str, Any]) -> Any:
+    """The client's gevent socket when a stream's body may be written to it directly:
+    under gunicorn's gevent worker (``gunicorn.socket``, maybe inside the worker's
+    ``HeldHeaders``), for a GET over HTTP/1.1, whose body gunicorn sends chunked (the
+    pump frames its writes the same way). None otherwise (the Flask test client, the
+    development server, HTTP/1.0): the stream then yields everything through the server.
+    """
+    if environ.get("REQUEST_METHOD") != "GET" or environ.get("SERVER_PROTOCOL") != "HTTP/1.1":
+        return None
+    try:
+        from gevent.socket import socket as gevent_socket
+    except ImportError:  # pragma: no cover - gevent is a dependency
+        return None
+    sock = environ.get("gunicorn.socket")
+    inner = getattr(sock, "_sock", None)
+    if isinstance(inner, gevent_socket):  # HeldHeaders around the client's socket
+        sock = inner
+    if not isinstance(sock, gevent_socket) or getattr(sock, "_sock", None) is None:
+        return None
+    return sock
