@@ -55,6 +55,7 @@ import multiprocessing as mp  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
+import resource  # noqa: E402
 import shutil  # noqa: E402
 import signal  # noqa: E402
 import subprocess  # noqa: E402
@@ -88,6 +89,11 @@ def wait_until(predicate: Any, timeout: float, what: str) -> None:
             return
         time.sleep(0.05)
     raise RuntimeError(f"timed out waiting for {what}")
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def cpu_seconds(pid: int) -> float:
@@ -289,17 +295,19 @@ def play(port: int, tables: list[dict[str, Any]], think: float, seconds: float,
 
 
 class Spectator(asyncio.Protocol):
+    """One event stream; it looks only at the first and last event id of what arrives
+    (the service writes a move's events in one piece) and counts the others."""
+
     def __init__(self, request: bytes, arrivals: dict[int, list[float]]) -> None:
         self.request = request
         self.arrivals = arrivals
         self.status = 0
         self.head = b""
-        self.tail = b""
         self.last = (-1, -1)
         self.events = 0
         self.duplicates = 0
         self.over = False
-        self.done = asyncio.get_running_loop().create_future()
+        self.closed = False
         self.transport: Any = None
 
     def connection_made(self, transport: Any) -> None:
@@ -314,31 +322,36 @@ class Spectator(asyncio.Protocol):
                 return
             self.status = int(self.head.split(b" ", 2)[1])
             data, self.head = self.head, b""
-        text = self.tail + data
-        last_ply = self.last[0]
-        for m in ID_RE.finditer(text):
-            key = (int(m.group(1)), int(m.group(2)))
-            if key <= self.last:
-                self.duplicates += 1
-                continue
-            self.last = key
-            self.events += 1
-            if key[0] > last_ply:
-                last_ply = key[0]
-                self.arrivals.setdefault(key[0], []).append(now)
-        if b"event: game_over" in text:
+        count = data.count(b"id: ")
+        if not count:
+            return
+        first = ID_RE.search(data)
+        if first is None:
+            return
+        key = (int(first.group(1)), int(first.group(2)))
+        if key <= self.last:
+            self.duplicates += count
+            return
+        if key[0] > self.last[0]:
+            self.arrivals.setdefault(key[0], []).append(now)
+        if count > 1:
+            at = data.rfind(b"id: ")
+            m = ID_RE.match(data, at)
+            if m is not None:
+                key = (int(m.group(1)), int(m.group(2)))
+        self.last = key
+        self.events += count
+        if b"event: game_over" in data:
             self.over = True
-        self.tail = text[-64:]
-        self.tail = self.tail[self.tail.rfind(b"\n") + 1:] if b"\n" in self.tail else self.tail
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
+        self.closed = True
 
 
-async def spectate(port: int, game_id: str, n: int, arrivals: dict[int, list[float]],
-                   started: asyncio.Event) -> list[Spectator]:
+async def spectate(port: int, game_id: str, n: int, ready: Any, go: Any,
+                   seconds: float) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
+    arrivals: dict[int, list[float]] = {}
     req = (f"GET /games/{game_id}/events HTTP/1.1\r\nHost: {HOST}\r\n"
            "Accept: text/event-stream\r\n\r\n").encode()
     specs: list[Spectator] = []
@@ -349,33 +362,88 @@ async def spectate(port: int, game_id: str, n: int, arrivals: dict[int, list[flo
         specs += batch
         await asyncio.sleep(0.05)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not all(s.status or s.done.done() for s in specs):
+    while time.monotonic() < deadline and not all(s.events or s.closed or s.status not in
+                                                  (0, 200) for s in specs):
         await asyncio.sleep(0.05)
-    started.set()
-    return specs
-
-
-async def spectated_phase(port: int, tables: list[dict[str, Any]], n: int, think: float,
-                          seconds: float, worker_pids: list[int]) -> dict[str, Any]:
-    arrivals: dict[int, list[float]] = {}
-    started = asyncio.Event()
-    specs = await spectate(port, tables[0]["game"], n, arrivals, started)
-    await asyncio.sleep(1.0)  # the backlog delivered
-    cpu0 = sum(cpu_seconds(p) for p in worker_pids)
-    t0 = time.monotonic()
-    loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(None, play, port, tables, think, seconds, 0)
-    elapsed = time.monotonic() - t0
-    # the last events in flight
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not all(s.done.done() for s in specs):
-        await asyncio.sleep(0.05)
-    cpu = sum(cpu_seconds(p) for p in worker_pids) - cpu0
+    ready.put(len(specs))
+    await loop.run_in_executor(None, go.wait, 60)
+    cpu0 = own_cpu()
+    deadline = time.monotonic() + seconds + 60
+    while time.monotonic() < deadline and not all(s.over or s.closed for s in specs):
+        await asyncio.sleep(0.1)
+    cpu = own_cpu() - cpu0
     for s in specs:
         if s.transport is not None:
             s.transport.close()
-    return {"result": result, "specs": specs, "arrivals": arrivals, "cpu": cpu,
-            "elapsed": elapsed}
+    return {"arrivals": arrivals, "cpu": cpu,
+            "status": [s.status for s in specs], "over": [s.over for s in specs],
+            "events": [s.events for s in specs], "duplicates": sum(s.duplicates for s in specs)}
+
+
+def spectators_process(port: int, game_id: str, n: int, ready: Any, go: Any, seconds: float,
+                       results: Any) -> None:
+    """A share of the spectators, on uvloop when it is installed (the bench note in
+    pyproject.toml): the client shares the 2 cores with the service, and asyncio's own
+    loop spends about 28 us per stream per move (``client_cpu_ms_per_move``)."""
+    try:
+        import uvloop
+
+        run: Any = uvloop.run
+    except ImportError:
+        run = asyncio.run
+    results.put(run(spectate(port, game_id, n, ready, go, seconds)))
+
+
+def client_loop() -> str:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
+
+
+class Spectated:
+    """The spectators' outcome, merged over the client processes."""
+
+    def __init__(self, parts: list[dict[str, Any]]) -> None:
+        self.arrivals: dict[int, list[float]] = {}
+        self.status: list[int] = []
+        self.over: list[bool] = []
+        self.events: list[int] = []
+        self.duplicates = 0
+        self.cpu = sum(p["cpu"] for p in parts)
+        for p in parts:
+            for ply, times in p["arrivals"].items():
+                self.arrivals.setdefault(ply, []).extend(times)
+            self.status += p["status"]
+            self.over += p["over"]
+            self.events += p["events"]
+            self.duplicates += p["duplicates"]
+
+
+def spectated_phase(port: int, tables: list[dict[str, Any]], n: int, procs: int,
+                    think: float, seconds: float, worker_pids: list[int]) -> dict[str, Any]:
+    ctx = mp.get_context("fork")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    shares = [n // procs + (1 if i < n % procs else 0) for i in range(procs)]
+    clients = [ctx.Process(target=spectators_process, daemon=True,
+                           args=(port, tables[0]["game"], k, ready, go, seconds, results))
+               for k in shares if k]
+    for c in clients:
+        c.start()
+    for _ in clients:
+        ready.get(timeout=120)
+    time.sleep(1.0)  # the backlog delivered
+    cpu0 = sum(cpu_seconds(p) for p in worker_pids)
+    t0 = time.monotonic()
+    go.set()
+    result = play(port, tables, think, seconds, 0)
+    elapsed = time.monotonic() - t0
+    parts = [results.get(timeout=seconds + 120) for _ in clients]
+    cpu = sum(cpu_seconds(p) for p in worker_pids) - cpu0
+    for c in clients:
+        c.join(10)
+    return {"result": result, "seen": Spectated(parts), "cpu": cpu, "elapsed": elapsed}
 
 
 def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
@@ -403,25 +471,25 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
 
         # with spectators on a new game at table 0
         tables[0]["game"] = new_game(port, tables[0]["bots"], 7)
-        seen = asyncio.run(spectated_phase(port, tables, args.spectators, args.think,
-                                           args.max_seconds, workers))
+        seen = spectated_phase(port, tables, args.spectators, args.client_procs, args.think,
+                               args.max_seconds, workers)
         watched, others = seen["result"]["watched"], seen["result"]["others"]
-        specs: list[Spectator] = seen["specs"]
+        spec: Spectated = seen["seen"]
         commits: dict[int, float] = {int(k): v for k, v in watched["commits"].items()}
         last, first, median = [], [], []
         for ply, commit in commits.items():
-            got = seen["arrivals"].get(ply, [])
+            got = spec.arrivals.get(ply, [])
             if not got or commit is None:
                 continue
             lat = sorted((t - commit) * 1000 for t in got)
             first.append(lat[0])
             median.append(lat[len(lat) // 2])
             last.append(lat[-1])
-        full = max((s.events for s in specs), default=0)
+        full = max(spec.events, default=0)
         moves = watched["moves"] + others["moves"]
         extra_cpu = seen["cpu"] - cpu_per_move * moves
         spectator_moves = max(1, watched["moves"]) * max(1, args.spectators)
-        spec_non_200 = [s.status for s in specs if s.status != 200]
+        spec_non_200 = [st for st in spec.status if st != 200]
         out = {
             "code": name,
             "spectators": args.spectators,
@@ -433,15 +501,17 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
             "move_to_median_ms": {"p50": pct(median, 0.5), "p99": pct(median, 0.99)},
             "move_to_last_ms": {"p50": pct(last, 0.5), "p99": pct(last, 0.99)},
             "moves_heard_by_all": sum(1 for p in commits
-                                      if len(seen["arrivals"].get(p, [])) == args.spectators),
-            "cuts": sum(1 for s in specs if s.status == 200 and not s.over),
+                                      if len(spec.arrivals.get(p, [])) == args.spectators),
+            "cuts": sum(1 for st, over in zip(spec.status, spec.over) if st == 200 and not over),
             "non_200_spectators": len(spec_non_200),
             "non_200_players": len(watched["non_200"]) + len(others["non_200"])
             + len(quiet["non_200"]),
             "events_per_stream": full,
-            "streams_missing_events": sum(1 for s in specs if s.status == 200
-                                          and s.events < full),
-            "duplicates": sum(s.duplicates for s in specs),
+            "streams_missing_events": sum(1 for st, ev in zip(spec.status, spec.events)
+                                          if st == 200 and ev < full),
+            "duplicates": spec.duplicates,
+            "client_processes": args.client_procs,
+            "client_loop": client_loop(),
             "action_p99_ms_without": pct([x * 1000 for x in quiet["latencies"]], 0.99),
             "action_p99_ms_with": pct([x * 1000 for x in watched["latencies"]
                                        + others["latencies"]], 0.99),
@@ -449,6 +519,8 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
             "action_p50_ms_with": pct([x * 1000 for x in watched["latencies"]
                                        + others["latencies"]], 0.5),
             "worker_cpu_s_with": round(seen["cpu"], 3),
+            # this client's spectators, for scale: they share the 2 cores with the service
+            "client_cpu_ms_per_move": round(spec.cpu / max(1, watched["moves"]) * 1000, 2),
             "worker_cpu_ms_per_move_without": round(cpu_per_move * 1000, 3),
             "cpu_us_per_spectator_move": round(extra_cpu / spectator_moves * 1e6, 2),
             "loadavg_before_after": [round(x, 2) for x in (*load_before[:1],
@@ -470,6 +542,8 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=120,
                         help="cap on the watched game's length")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--client-procs", type=int, default=2,
+                        help="processes the spectators are spread over")
     parser.add_argument("--base", default="main", help="the code before (a git revision)")
     parser.add_argument("--no-base", action="store_true", help="measure this checkout only")
     args = parser.parse_args()

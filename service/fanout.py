@@ -29,6 +29,8 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+import gevent
+
 from .engine import State, redact_event
 from .jsonio import dumps
 from .wakeups import game_message
@@ -39,6 +41,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# The pump lets other greenlets run after this many direct writes: a move's fan-out to a
+# thousand streams must not hold up the players' requests on the same worker.
+YIELD_EVERY = 50
 PUMP_POLL_S = 5.0  # how often an idle pump looks whether it still has streams
 ALL = "all"  # the audience of a finished game open to everyone: events as they are
 
@@ -143,7 +148,9 @@ class Feed:
         stream whose socket takes only part (a slow consumer), or whose greenlet is
         writing itself, is left to its greenlet, which catches up from its position."""
         end = len(self.events)
-        for d in list(self.direct):
+        for n, d in enumerate(list(self.direct), 1):
+            if n % YIELD_EVERY == 0:
+                gevent.sleep(0)  # let requests waiting on this worker run: players first
             if d.busy or d.pending or d.dead or d.position >= end:
                 if d.position < end:
                     d.event.set()
