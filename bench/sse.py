@@ -19,10 +19,12 @@ machine, one after the other:
 3. **With spectators**: a new game at table 0 (the watched one) gets ``--spectators``
    event streams (``GET /games/{id}/events``, opened 100 at a time before its first move),
    then the bots play it to the end while the other tables play on. The spectators are
-   plain asyncio connections in this process (a ``Protocol`` that only finds event ids
-   in what arrives: an HTTP client library's parsing would make the client, not the
-   service, the bottleneck on 2 cores). Measured: for each move of the watched game, the
-   time from its commit (``updated_at`` of the action's answer: the service's clock, this
+   plain asyncio connections spread over ``--client-procs`` processes (default 2), on
+   uvloop when it is installed (``pip install -e '.[bench]'``), each a ``Protocol`` that
+   only looks at the event ids of what arrives: an HTTP client library's parsing would
+   make the client, not the service, the bottleneck on 2 cores (the client's CPU per move
+   is reported, ``client_cpu_ms_per_move``). Measured: for each move of the watched game,
+   the time from its commit (``updated_at`` of the action's answer: the service's clock, this
    machine's) to its first event's arrival at each spectator — the first, the median and
    the **last** spectator per move, p50/p99 over moves; **cuts** (a stream that ended
    before ``game_over``), **non-200** answers (spectators and bots), events missing or

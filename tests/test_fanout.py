@@ -237,3 +237,72 @@ def test_the_redis_pool_is_sized_from_the_worker_connection_budget(redis_client)
         assert pool.max_connections == budget + POOL_HEADROOM
     app = create_app({"REDIS_URL": REDIS_URL})  # gunicorn_conf's default, 2000
     assert app.extensions["arena"].store.r.connection_pool.max_connections == 2000 + POOL_HEADROOM
+
+
+def test_at_the_connection_cap_a_new_connection_is_answered_503_at_once(tmp_path, own_redis
+                                                                      ) -> None:
+    """A worker holding ARENA_WORKER_CONNECTIONS connections (here 20 event streams)
+    answers the next one at once with a 503 problem and Retry-After, instead of leaving
+    it in the listen queue until a stream ends; with room again, it serves."""
+    import http.client
+    import socket
+
+    cap = 20
+    s = Service(tmp_path, workers=1, REDIS_URL=f"redis://127.0.0.1:{own_redis}/0",
+                ARENA_KEY_PREFIX="cap:", ARENA_RATE_LIMIT="0", ARENA_SWEEPER="0",
+                ARENA_WORKER_CONNECTIONS=str(cap), ARENA_ACCESS_LOG="0",
+                ARENA_SSE_KEEPALIVE="0.5")  # a closed stream is noticed at its next write
+    streams: list[socket.socket] = []
+    try:
+        s.wait_healthy()
+        bots = [requests_json("POST", s.url("/bots"), json={"name": f"cap{i}"})
+                for i in range(2)]
+        game = requests_json("POST", s.url("/games"), bots[0]["token"],
+                             json={"players": 2, "seats": [b["id"] for b in bots]})
+        for _ in range(cap):
+            sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+            sock.sendall(f"GET /games/{game['id']}/events HTTP/1.1\r\nHost: x\r\n\r\n"
+                         .encode())
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200"), "a stream under the cap"
+            streams.append(sock)
+
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=5)
+        started = time.monotonic()
+        conn.request("GET", f"/games/{game['id']}")
+        answer = conn.getresponse()
+        took = time.monotonic() - started
+        body = json.loads(answer.read())
+        assert answer.status == 503, (answer.status, body)
+        assert took < 2.0, took
+        assert answer.getheader("Retry-After") == "1"
+        assert answer.getheader("Content-Type") == "application/problem+json"
+        assert body["type"] == "/problems/service-unavailable"
+        assert body["instance"] == f"/games/{game['id']}"
+        conn.close()
+
+        for sock in streams[:5]:
+            sock.close()
+        streams = streams[5:]
+
+        def served() -> bool:
+            c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=5)
+            try:
+                c.request("GET", "/healthz")
+                return c.getresponse().status == 200
+            finally:
+                c.close()
+
+        wait_for(served, 10, "room under the cap")
+    finally:
+        for sock in streams:
+            sock.close()
+        s.stop()
+
+
+def requests_json(method: str, url: str, token: str | None = None, **kw: Any) -> Any:
+    import requests
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    r = requests.request(method, url, headers=headers, timeout=15, **kw)
+    assert r.status_code in (200, 201), (r.status_code, r.text)
+    return r.json()
