@@ -279,6 +279,7 @@ def direct_socket(environ: dict[str, Any]) -> Any:
     inner = getattr(sock, "_sock", None)
     if isinstance(inner, gevent_socket):  # HeldHeaders around the client's socket
         sock = inner
-    if not isinstance(sock, gevent_socket) or getattr(sock, "_sock", None) is None:
+    # exactly gevent's socket: a TLS socket (a subclass) must not be written around TLS
+    if type(sock) is not gevent_socket or getattr(sock, "_sock", None) is None:
         return None
     return sock
