@@ -936,21 +936,20 @@ class Arena:
         """One viewer's stream whose new events the feed's pump writes to the socket
         itself (``Feed._write_direct``): a move costs a watching process one ``send`` per
         stream, not a greenlet switch and a trip through the server's write path each.
-        The first chunk (with the response's headers) and the end (the last chunk,
-        written by the server when this generator returns) go through the server as
-        usual; in between this greenlet only writes what the pump left to it (a socket
-        that took part of a frame, events that came while it was writing), keep-alives,
-        and the shutdown's ``retry:``, each as one chunk. A write that takes longer than
-        ``WRITE_TIMEOUT_S`` drops the stream (a slow consumer: it resumes with
+        The first chunk (the response's headers and ``retry:``) and the end (the last
+        chunk, written by the server when this generator returns) go through the server
+        as usual; in between this greenlet writes the backlog and what the pump left to
+        it (a socket that took part of a frame, events that came while it was writing),
+        keep-alives, and the shutdown's ``retry:``, each as one chunk. A write that takes
+        longer than ``WRITE_TIMEOUT_S`` drops the stream (a slow consumer: it resumes with
         Last-Event-ID); what waits for it is the feed's events, not a buffer of its own.
         """
         metrics.LIVE.streams += 1
-        position = feed.position_after(after)
-        end = len(feed.events)
-        direct = Direct(sock, audience, end)
+        direct = Direct(sock, audience, feed.position_after(after))
         try:
-            yield b"retry: 1000\n\n" + (feed.chunk(audience, position, end)
-                                          if end > position else b"")
+            # the headers and a few bytes through the server; the backlog, like the rest,
+            # under the write timeout (a client that reads nothing is dropped)
+            yield b"retry: 1000\n\n"
             feed.direct.add(direct)
             keepalive = self.keepalive_s
             while True:
