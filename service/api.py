@@ -23,6 +23,7 @@ from marshmallow import Schema, ValidationError
 from . import house, limits
 from . import schemas as s
 from .arena import Arena, dumps
+from .fanout import direct_socket
 from .problems import Problem
 from .tournaments import MAX_GAMES, Tournaments
 
@@ -556,7 +557,8 @@ def events(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     if last is not None and not re.match(s.EVENT_ID_RE, last):
         raise Problem("validation", "Last-Event-ID must look like 12.3",
                       errors={"Last-Event-ID": ["must be an event id such as 12.3"]})
-    gen = arena().stream(game_id, bot_id, query.get("seat"), last)
+    gen = arena().stream(game_id, bot_id, query.get("seat"), last,
+                         direct_socket(request.environ))
     resp = Response(gen, mimetype="text/event-stream")
     resp.headers["Cache-Control"] = "no-store"
     resp.headers["X-Accel-Buffering"] = "no"

@@ -36,6 +36,9 @@ DEFAULTS: dict[str, Any] = {
     "MAX_CONTENT_LENGTH": api.MAX_BODY_BYTES,  # bytes, chunked bodies too
     "ARENA_METRICS_TOKEN": None,  # set: GET /metrics needs Authorization: Bearer <it>
     "ARENA_ACCESS_LOG": "1",  # "0": no JSON access line per request
+    # open connections per worker (gunicorn's worker_connections, service.gunicorn_conf):
+    # the Redis pool is sized from it (redis_client.pool_size)
+    "ARENA_WORKER_CONNECTIONS": 2000,
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
@@ -67,7 +70,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(config or {})
 
     redis_timeout = float(app.config["ARENA_REDIS_TIMEOUT"])
-    client = redis_client.connect(app.config["REDIS_URL"], redis_timeout)
+    client = redis_client.connect(
+        app.config["REDIS_URL"], redis_timeout,
+        redis_client.pool_size(int(app.config["ARENA_WORKER_CONNECTIONS"])))
     store = Store(client, app.config["ARENA_KEY_PREFIX"], int(app.config["ARENA_RETRY_GRACE"]))
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
     arena.person_move_limit = float(app.config["ARENA_PERSON_MOVE_LIMIT"])

@@ -11,9 +11,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import gevent
 
 from . import metrics
 from .engine import (
@@ -31,6 +34,7 @@ from .engine import (
     spectator_view,
 )
 from .engine.record import record_from_events
+from .fanout import ALL, Direct, Feed, frame
 from .jsonio import dumps
 from .problems import Problem
 from .store import Game, Store, commit_time
@@ -43,6 +47,10 @@ CAS_ATTEMPTS = 50
 KEEPALIVE_S = 5.0
 PERSON_MOVE_LIMIT_S = 60.0  # seconds a decision, for a game a person sits down in
 SHUTDOWN_RETRY_MS = 2000  # the ``retry:`` of a stream ended by a shutdown
+# A stream's write that takes longer drops it (a consumer that does not read); the
+# client resumes with Last-Event-ID.
+WRITE_TIMEOUT_S = 10.0
+KEEPALIVE_FRAME = frame(b": keep-alive\n\n")
 
 
 def status_of(state: State, seats: list[str | None]) -> str:
@@ -188,6 +196,10 @@ class Arena:
         # a tournament. Best effort: a failure is logged and the sweeper's periodic
         # re-check of open tournaments repairs it.
         self.on_finish: list[Callable[[Game], None]] = []
+        # game id -> the feed this process's event streams of that game share
+        # (``service.fanout``): one read per change per process, whatever the viewers.
+        self._feeds: dict[str, Feed] = {}
+        self._feeds_lock = threading.Lock()
 
     def _heard(self, channel: str, data: Any, generation: int) -> Any:
         """Every message the listener hears: game changes move the game cache on; the
@@ -905,14 +917,18 @@ class Arena:
             yield k, events, state
 
     def stream(
-        self, game_id: str, bot_id: str | None, seat: int | None, last_id: str | None
-    ) -> Iterator[str]:
+        self, game_id: str, bot_id: str | None, seat: int | None, last_id: str | None,
+        sock: Any = None,
+    ) -> StreamBody:
         """Server-sent events for one viewer, from just after ``last_id`` to game_over.
 
         Event ids are ``ply.index`` (the index of the event among those the ply caused),
         so a reconnecting client resumes exactly where it broke off. Events are recomputed
-        by replay; after the replayed backlog the stream waits on the game's channel and
-        sends ``: keep-alive`` every few seconds while nothing happens.
+        by replay, once per process for all its viewers of the game (``service.fanout``);
+        after the backlog the stream waits on that shared feed and sends ``: keep-alive``
+        every few seconds while nothing happens (no Redis command while idle). With
+        ``sock`` (the client's socket, ``fanout.direct_socket``), what follows the first
+        chunk is written to it by the feed itself (see ``_stream_direct``).
         """
         game = self.get(game_id)
         viewer = self.viewer_seat(game, bot_id, seat)
@@ -921,52 +937,125 @@ class Arena:
             raise Problem("embargoed", EMBARGOED)
         after = parse_event_id(last_id) or (-1, -1)
         reveal = game.status == FINISHED and not embargoed
-        store = self.store
-        self.wakeups.start()  # Redis unreachable: 503 now, not a broken stream later
+        audience: Any = ALL if reveal else viewer
+        feed = self._join_feed(game)
+        try:
+            feed.open()  # Redis unreachable: 503 now, not a broken stream later
+        except BaseException:
+            self._leave_feed(feed)
+            raise
+        events = (self._stream(feed, audience, after) if sock is None
+                  else self._stream_direct(feed, audience, after, sock))
+        return StreamBody(events, lambda: self._leave_feed(feed))
 
-        def gen() -> Iterator[str]:
-            waiter = self.wakeups.waiter(store.game_channel(game_id)).__enter__()
-            metrics.LIVE.streams += 1
-            try:
-                g = store.get_game(game_id) or game
-                state: State | None = None
-                ply = 0
-                yield "retry: 1000\n\n"
-                while True:
-                    actions = g.actions
-                    over = False
-                    for k, events, after_step in self._steps(g, actions[ply:], state, ply + 1):
-                        state = after_step
-                        for i, e in enumerate(events):
-                            if (k, i) <= after:
-                                continue
-                            shown = e if reveal else redact_event(e, viewer)
-                            yield f"id: {k}.{i}\nevent: {e['type']}\ndata: {dumps(shown)}\n\n"
-                            over = over or e["type"] == "game_over"
-                    ply = len(actions)
-                    if over or (state is not None and state.is_over):
-                        return
-                    version = g.version
-                    while True:
-                        woken = waiter.wait(self.keepalive_s)
-                        if self.wakeups.closing:
-                            # shutting down: end the stream, saying when to reconnect
-                            # (with Last-Event-ID, to this or another process)
-                            yield f": the server is restarting\nretry: {SHUTDOWN_RETRY_MS}\n\n"
-                            return
-                        if not woken:
-                            current = store.get_version(game_id)
-                            if current is not None and current != version:
-                                break
-                            yield ": keep-alive\n\n"
-                            continue
-                        break
-                    g = store.get_game(game_id) or g
-            finally:
-                metrics.LIVE.streams -= 1
-                waiter.__exit__()
+    def _stream_direct(self, feed: Feed, audience: Any, after: tuple[int, int], sock: Any
+                       ) -> Iterator[bytes]:
+        """One viewer's stream whose new events the feed's pump writes to the socket
+        itself (``Feed._write_direct``): a move costs a watching process one ``send`` per
+        stream, not a greenlet switch and a trip through the server's write path each.
+        The first chunk (the response's headers and ``retry:``) and the end (the last
+        chunk, written by the server when this generator returns) go through the server
+        as usual; in between this greenlet writes the backlog and what the pump left to
+        it (a socket that took part of a frame, events that came while it was writing),
+        keep-alives, and the shutdown's ``retry:``, each as one chunk. A write that takes
+        longer than ``WRITE_TIMEOUT_S`` drops the stream (a slow consumer: it resumes with
+        Last-Event-ID); what waits for it is the feed's events, not a buffer of its own.
+        """
+        metrics.LIVE.streams += 1
+        direct = Direct(sock, audience, feed.position_after(after))
+        try:
+            # the headers and a few bytes through the server; the backlog, like the rest,
+            # under the write timeout (a client that reads nothing is dropped)
+            yield b"retry: 1000\n\n"
+            feed.direct.add(direct)
+            keepalive = self.keepalive_s
+            while True:
+                if direct.dead:
+                    return
+                pending, direct.pending = direct.pending, None
+                if pending:
+                    self._send(direct, pending)
+                end = len(feed.events)
+                if direct.position < end:
+                    start, direct.position = direct.position, end
+                    self._send(direct, feed.frame(audience, start, end))
+                    continue
+                if feed.over:
+                    return
+                if self.wakeups.closing or feed.broken:
+                    self._send(direct, frame((": the server is restarting\nretry: "
+                                              f"{SHUTDOWN_RETRY_MS}\n\n").encode()))
+                    return
+                if direct.event.wait(keepalive):
+                    direct.event.clear()
+                else:
+                    self._send(direct, KEEPALIVE_FRAME)
+        finally:
+            feed.direct.discard(direct)
+            metrics.LIVE.streams -= 1
 
-        return gen()
+    @staticmethod
+    def _send(direct: Direct, data: bytes) -> None:
+        """Write ``data`` (framed) from the stream's greenlet; the pump keeps off
+        meanwhile. A slow consumer that takes longer than ``WRITE_TIMEOUT_S`` is cut."""
+        direct.busy = True
+        try:
+            with gevent.Timeout(WRITE_TIMEOUT_S, TimeoutError):
+                direct.sock.sendall(data)
+        except OSError:
+            direct.dead = True
+            raise
+        finally:
+            direct.busy = False
+
+    def _stream(self, feed: Feed, audience: Any, after: tuple[int, int]) -> Iterator[bytes]:
+        """One viewer's stream over the process's shared ``feed`` of the game: what is new
+        since its position, as its audience sees it, then a wait on the feed (no Redis)."""
+        metrics.LIVE.streams += 1
+        try:
+            yield b"retry: 1000\n\n"
+            position = feed.position_after(after)
+            keepalive = self.keepalive_s
+            while True:
+                end = len(feed.events)
+                if end > position:
+                    yield feed.chunk(audience, position, end)
+                    position = end
+                if feed.over and position >= len(feed.events):
+                    return
+                if self.wakeups.closing or feed.broken:
+                    # shutting down (or Redis lost): end the stream, saying when to
+                    # reconnect (with Last-Event-ID, to this or another process)
+                    yield (": the server is restarting\nretry: "
+                           f"{SHUTDOWN_RETRY_MS}\n\n").encode()
+                    return
+                if not feed.wait(position, keepalive):
+                    yield b": keep-alive\n\n"
+        finally:
+            metrics.LIVE.streams -= 1
+
+    def _join_feed(self, game: Game) -> Feed:
+        with self._feeds_lock:
+            feed = self._feeds.get(game.id)
+            if feed is None or feed.ended:
+                feed = self._feeds[game.id] = Feed(self, game)
+            feed.streams += 1
+            return feed
+
+    def _leave_feed(self, feed: Feed) -> None:
+        with self._feeds_lock:
+            feed.streams -= 1
+
+    def _drop_feed(self, feed: Feed, force: bool = False) -> bool:
+        """Forget ``feed`` (its pump is ending) unless a stream has joined it meanwhile
+        (``force``: the pump ends anyway; streams still on it are told by ``ended``)."""
+        with self._feeds_lock:
+            if feed.streams > 0 and not force:
+                return False
+            feed.ended = True
+            if self._feeds.get(feed.game_id) is feed:
+                del self._feeds[feed.game_id]
+            return True
 
     def record(self, game_id: str, bot_id: str | None, seat: int | None) -> dict[str, Any]:
         """The full record once finished (and, for a duplicate deal, once every table of it
@@ -993,6 +1082,25 @@ class Arena:
         record["complete"] = False
         record["timeouts"] = game.meta.get("timeouts", [])
         return record
+
+
+class StreamBody:
+    """A stream's response body: its events, and ``close`` (called by the server when the
+    response ends or the client goes away) that releases its place on the feed even if
+    the body was never iterated."""
+
+    def __init__(self, events: Iterator[bytes], on_close: Callable[[], None]) -> None:
+        self._events = events
+        self._on_close: Callable[[], None] | None = on_close
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._events
+
+    def close(self) -> None:
+        self._events.close()  # type: ignore[attr-defined]
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 __all__ = ["Arena", "IllegalAction", "dumps", "parse_event_id"]

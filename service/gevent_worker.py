@@ -15,16 +15,65 @@ On SIGTERM (``handle_exit``) the worker also ends its open long-polls and event 
 at once (``shut_down``): gunicorn would otherwise wait ``graceful_timeout`` for them and
 then cut them off.
 
+At its connection cap (``worker_connections``, ``ARENA_WORKER_CONNECTIONS``) the worker
+answers a new connection at once with a 503 ``service-unavailable`` problem and
+``Retry-After: 1``, and closes it (``shed``), instead of leaving it to wait unseen in the
+kernel's listen queue until some open connection ends: a client (a browser's
+``EventSource`` reconnecting with backoff, a bot's retry) learns in milliseconds that it
+should come back. gunicorn's accept pool is ``SHED_SLOTS`` larger than the cap, so the
+refusals themselves have room.
+
 Configured in ``service.gunicorn_conf`` as ``worker_class``; gunicorn's own files are not
 touched.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Any
 
 import gevent
 from gunicorn.workers.ggevent import GeventWorker as _GeventWorker
+
+SHED_SLOTS = 64  # accept-pool room above the cap for connections being refused
+SHED_READ_S = 1.0  # how long a refused connection's request head is waited for
+RETRY_AFTER_S = 1
+
+
+def shed_response(head: bytes) -> bytes:
+    """The whole HTTP answer to a connection over the cap: a problem (RFC 9457) with the
+    request's path as ``instance`` when its request line could be read."""
+    line = head.split(b"\r\n", 1)[0].split(b" ")
+    path = line[1].split(b"?", 1)[0].decode("latin-1") if len(line) == 3 else None
+    body = json.dumps({
+        "type": "/problems/service-unavailable",
+        "title": "The game store is unavailable; retry shortly",
+        "status": 503,
+        "detail": "this worker holds as many connections as it may "
+                  "(ARENA_WORKER_CONNECTIONS); retry shortly",
+        "instance": path,
+    }, separators=(",", ":")).encode()
+    return (b"HTTP/1.1 503 Service Unavailable\r\n"
+            b"Content-Type: application/problem+json\r\n"
+            b"Retry-After: %d\r\nConnection: close\r\nCache-Control: no-store\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (RETRY_AFTER_S, len(body), body))
+
+
+def shed(client: Any) -> None:
+    """Refuse ``client`` quickly: read what it sent (so closing does not reset the
+    connection under the answer), answer 503, close."""
+    head = b""
+    try:
+        client.settimeout(SHED_READ_S)
+        with contextlib.suppress(OSError):
+            head = client.recv(8192)
+        client.sendall(shed_response(head))
+        client.shutdown(2)
+    except OSError:
+        pass
+    finally:
+        client.close()
 
 
 class HeldHeaders:
@@ -83,6 +132,22 @@ def shut_down(app: Any) -> None:
 class GeventWorker(_GeventWorker):
     """``gevent`` as gunicorn ships it, with one send per small response, and a graceful
     stop that does not wait for long-polls to time out."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cap = self.worker_connections  # the connections served at once
+        self.worker_connections = self.cap + SHED_SLOTS  # gunicorn's accept pool
+        self.open_connections = 0
+
+    def handle(self, listener: Any, client: Any, addr: Any) -> None:
+        if self.open_connections >= self.cap:
+            shed(client)
+            return
+        self.open_connections += 1
+        try:
+            super().handle(listener, client, addr)
+        finally:
+            self.open_connections -= 1
 
     def handle_exit(self, sig: Any, frame: Any) -> None:
         super().handle_exit(sig, frame)  # alive = False: the run loop stops accepting

@@ -64,13 +64,32 @@ COMMAND_TIMEOUT_S = 1.5
 # first long-poll 10 s in the handshake): the command timeout, on a connection of its own.
 
 
-def connect(url: str, timeout: float = COMMAND_TIMEOUT_S) -> redis.Redis:
-    """A client for ``url`` whose commands (and connects) give up after ``timeout`` s."""
+# Connections a process needs beyond one per open client connection: the pub/sub
+# listener, the deadline sweeper, the event feeds' reads (``service.fanout``), spare.
+POOL_HEADROOM = 32
+
+
+def pool_size(worker_connections: int) -> int:
+    """The most pooled Redis connections one process may open: one per client connection
+    it may hold (``ARENA_WORKER_CONNECTIONS``: each request has at most one command in
+    flight) plus ``POOL_HEADROOM``. redis-py's default of 100 refused the 101st concurrent
+    command ("Too many connections": a 503, a cut stream) long before the worker was
+    full. Connections are opened only when that many commands are in flight at once."""
+    return max(1, worker_connections) + POOL_HEADROOM
+
+
+def connect(url: str, timeout: float = COMMAND_TIMEOUT_S,
+            max_connections: int | None = None) -> redis.Redis:
+    """A client for ``url`` whose commands (and connects) give up after ``timeout`` s; at
+    most ``max_connections`` pooled connections (None: redis-py's default)."""
+    sizing: dict[str, Any] = {} if max_connections is None else {
+        "max_connections": max_connections}
     return redis.Redis.from_url(
         url,
         socket_connect_timeout=timeout,
         socket_timeout=timeout,
         health_check_interval=30,
+        **sizing,
         **PARSER,
     )
 

@@ -1,0 +1,586 @@
+"""Server-sent spectating at scale: one game watched by many spectators while bots play.
+
+    python bench/sse.py [--spectators 1000] [--tables 4] [--think 0.1] [--seconds 15]
+                        [--workers 2] [--base REV | --no-base]
+
+For each version of the code under test — a copy of ``--base`` (default ``main``: the
+code before this bench's changes, extracted with ``git archive`` into a temporary
+directory, the compiled engine copied in) and this checkout — in the same run, on the same
+machine, one after the other:
+
+1. Its own ``redis-server`` (free port, no persistence; the shared 6379 is never touched)
+   and the service under gunicorn as deployed (``service.serve.gunicorn_command``, gevent
+   workers, ``--workers``), with that code first on ``PYTHONPATH``.
+2. **Without spectators**: ``--tables`` two-player tables, each seat a bot (a thread of a
+   separate process, one keep-alive connection each) that waits for its turn with the
+   long-poll, thinks ``--think`` seconds and posts a random legal action; for
+   ``--seconds``. Measured: each action POST's latency, actions, and the gunicorn workers'
+   CPU (utime + stime from ``/proc/<pid>/stat``).
+3. **With spectators**: a new game at table 0 (the watched one) gets ``--spectators``
+   event streams (``GET /games/{id}/events``, opened 100 at a time before its first move),
+   then the bots play it to the end while the other tables play on. The spectators are
+   plain asyncio connections spread over ``--client-procs`` processes (default 2), on
+   uvloop when it is installed (``pip install -e '.[bench]'``), each a ``Protocol`` that
+   only looks at the event ids of what arrives: an HTTP client library's parsing would
+   make the client, not the service, the bottleneck on 2 cores (the client's CPU per move
+   is reported, ``client_cpu_ms_per_move``). Measured: for each move of the watched game,
+   the time from its commit (``updated_at`` of the action's answer: the service's clock, this
+   machine's) to its first event's arrival at each spectator — the first, the median and
+   the **last** spectator per move, p50/p99 over moves; **cuts** (a stream that ended
+   before ``game_over``), **non-200** answers (spectators and bots), events missing or
+   duplicated against the full game; the bots' action p99 (to compare with step 2); and
+   **worker CPU per spectator per move**: the workers' CPU during the watched game, minus
+   what the same number of moves cost in step 2, over (watched moves x spectators).
+
+One JSON line per code version (``"code": "base"`` / ``"head"``), then a summary line with
+the targets. The machine is shared: the load average is printed with each.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as ``python bench/sse.py``, this file's directory comes first on sys.path, where
+# bench/http.py would shadow the standard library's ``http`` package: drop it.
+_HERE = Path(__file__).resolve().parent
+ROOT = _HERE.parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(ROOT))
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import contextlib  # noqa: E402
+import http.client  # noqa: E402
+import json  # noqa: E402
+import multiprocessing as mp  # noqa: E402
+import os  # noqa: E402
+import random  # noqa: E402
+import re  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import tarfile  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from typing import Any  # noqa: E402
+
+from service.embedded_redis import die_with_parent, find_server_binary, free_port, ping  # noqa: E402
+from service.serve import gunicorn_command  # noqa: E402
+
+HOST = "127.0.0.1"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+TARGETS = {"last_p99_ms_max": 50, "cuts_max": 0, "non_200_max": 0,
+           "cpu_us_per_spectator_move_max": 20, "action_p99_ratio_max": 1.5}
+ID_RE = re.compile(rb"id: (\d+)\.(\d+)\n")
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+def wait_until(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == pid:
+                found.append(int(entry.name))
+    return found
+
+
+# --- the code under test ---------------------------------------------------------------------
+
+
+def base_copy(rev: str, into: Path) -> Path:
+    """``rev``'s tree in ``into``, with this checkout's compiled modules (the engine is the
+    same; without them it would run uncompiled and the comparison would be unfair)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
+                             capture_output=True).stdout
+    tar = into / "base.tar"
+    tar.write_bytes(archive)
+    with tarfile.open(tar) as t:
+        t.extractall(into / "code", filter="data")
+    for so in ROOT.rglob("*.so"):
+        rel = so.relative_to(ROOT)
+        if rel.parts[0] in (".venv", "build"):
+            continue
+        (into / "code" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(so, into / "code" / rel)
+    return into / "code"
+
+
+def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [shutil.which("redis-server") or find_server_binary(), "--bind", HOST, "--port",
+         str(port), "--save", "", "--appendonly", "no", "--dir", str(workdir),
+         "--maxclients", "20000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    wait_until(lambda: ping(HOST, port) or proc.poll() is not None, 20, "redis-server")
+    return proc, port
+
+
+def start_service(code: Path, redis_port: int, workers: int, log: Path
+                  ) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(code), "REDIS_URL": f"redis://{HOST}:{redis_port}/0",
+           "ARENA_KEY_PREFIX": "ssebench:", "ARENA_RATE_LIMIT": "0", "ARENA_ACCESS_LOG": "0",
+           "ARENA_LOG_LEVEL": "warning"}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(gunicorn_command(HOST, port, workers), env=env, stdout=out,
+                                stderr=out, cwd=code, preexec_fn=die_with_parent)
+
+    def up() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gunicorn exited:\n{log.read_text(errors='replace')}")
+        try:
+            return request(port, "GET", "/healthz")[0] == 200
+        except OSError:
+            return False
+
+    wait_until(up, 60, "gunicorn /healthz")
+    return proc, port
+
+
+def stop(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+# --- bots (a process of their own) -----------------------------------------------------------
+
+
+def request(port: int, method: str, path: str, body: Any = None, token: str | None = None,
+            conn: http.client.HTTPConnection | None = None, timeout: float = 30
+            ) -> tuple[int, Any]:
+    own = conn is None
+    conn = conn or http.client.HTTPConnection(HOST, port, timeout=timeout)
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        conn.request(method, path, json.dumps(body) if body is not None else None, headers)
+        r = conn.getresponse()
+        data = r.read()
+        return r.status, (json.loads(data) if data else None)
+    finally:
+        if own:
+            conn.close()
+
+
+def new_game(port: int, bots: list[dict[str, Any]], seed: int) -> str:
+    status, game = request(port, "POST", "/games",
+                           {"players": 2, "seats": [b["id"] for b in bots], "seed": seed},
+                           bots[0]["token"])
+    assert status == 201, (status, game)
+    return game["id"]
+
+
+def seat_loop(port: int, table: dict[str, Any], seat: int, think: float, ctl: dict[str, float],
+              out: dict[str, Any], watched: bool, rng: random.Random) -> None:
+    """One seat: wait for the turn, think, act; a finished game starts the next one at an
+    unwatched table (seat 0 creates it)."""
+    bot = table["bots"][seat]
+    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    while time.time() < ctl["stop_at"]:
+        game_id = table["game"]
+        status, answer = request(port, "GET", f"/games/{game_id}/turn?timeout=2&seat={seat}",
+                                 token=bot["token"], conn=conn)
+        if status != 200:
+            out["non_200"].append(status)
+            conn.close()
+            conn = http.client.HTTPConnection(HOST, port, timeout=30)
+            continue
+        view = answer["view"]
+        if view["status"] == "finished":
+            if watched:
+                return
+            if seat == 0 and table["game"] == game_id:
+                table["game"] = new_game(port, table["bots"], rng.randrange(10**6))
+            else:
+                time.sleep(0.02)
+            continue
+        if not view["your_turn"]:
+            continue
+        time.sleep(think)
+        sent = time.perf_counter()
+        status, after = request(port, "POST", f"/games/{game_id}/actions",
+                                {"action": rng.choice(view["legal_actions"]),
+                                 "version": view["version"]}, bot["token"], conn=conn)
+        took = time.perf_counter() - sent
+        if status != 200:
+            out["non_200"].append(status)
+            continue
+        out["latencies"].append(took)
+        out["moves"] += 1
+        if watched:
+            out["commits"][after["version"] - 1] = after["updated_at"]  # ply -> commit
+    conn.close()
+
+
+def bots_process(port: int, tables: list[dict[str, Any]], think: float, seconds: float,
+                 watched: int | None, results: Any) -> None:
+    """Every seat of every table a thread; table ``watched`` (if any) played to its end,
+    the others until it ends (or ``seconds``)."""
+    out: dict[str, Any] = {"latencies": [], "moves": 0, "non_200": [], "commits": {}}
+    watched_out: dict[str, Any] = {"latencies": [], "moves": 0, "non_200": [], "commits": {}}
+    ctl = {"stop_at": time.time() + seconds}
+    threads = []
+    for t, table in enumerate(tables):
+        for seat in range(2):
+            is_watched = t == watched
+            th = threading.Thread(target=seat_loop, daemon=True, args=(
+                port, table, seat, think, ctl, watched_out if is_watched else out,
+                is_watched, random.Random(1000 * t + seat)))
+            th.start()
+            threads.append((th, is_watched))
+    if watched is not None:
+        for th, is_watched in threads:
+            if is_watched:
+                th.join(seconds + 30)
+        ctl["stop_at"] = 0  # the others stop with the watched game
+    for th, _ in threads:
+        th.join(40)
+    results.put({"others": out, "watched": watched_out})
+
+
+def play(port: int, tables: list[dict[str, Any]], think: float, seconds: float,
+         watched: int | None) -> dict[str, Any]:
+    ctx = mp.get_context("fork")
+    results = ctx.Queue()
+    proc = ctx.Process(target=bots_process, args=(port, tables, think, seconds, watched,
+                                                  results), daemon=True)
+    proc.start()
+    out = results.get(timeout=seconds + 120)
+    proc.join(10)
+    return out
+
+
+# --- spectators (asyncio, in this process) ---------------------------------------------------
+
+
+class Spectator(asyncio.Protocol):
+    """One event stream; it looks only at the first and last event id of what arrives
+    (the service writes a move's events in one piece) and counts the others."""
+
+    def __init__(self, request: bytes, arrivals: dict[int, list[float]]) -> None:
+        self.request = request
+        self.arrivals = arrivals
+        self.status = 0
+        self.head = b""
+        self.last = (-1, -1)
+        self.events = 0
+        self.duplicates = 0
+        self.over = False
+        self.closed = False
+        self.transport: Any = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        transport.write(self.request)
+
+    def data_received(self, data: bytes) -> None:
+        now = time.time()
+        if not self.status:
+            self.head += data
+            if b"\r\n" not in self.head:
+                return
+            self.status = int(self.head.split(b" ", 2)[1])
+            data, self.head = self.head, b""
+        count = data.count(b"id: ")
+        if not count:
+            return
+        first = ID_RE.search(data)
+        if first is None:
+            return
+        key = (int(first.group(1)), int(first.group(2)))
+        if key <= self.last:
+            self.duplicates += count
+            return
+        if key[0] > self.last[0]:
+            self.arrivals.setdefault(key[0], []).append(now)
+        if count > 1:
+            at = data.rfind(b"id: ")
+            m = ID_RE.match(data, at)
+            if m is not None:
+                key = (int(m.group(1)), int(m.group(2)))
+        self.last = key
+        self.events += count
+        if b"event: game_over" in data:
+            self.over = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+
+
+async def spectate(port: int, game_id: str, n: int, ready: Any, go: Any,
+                   seconds: float) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    arrivals: dict[int, list[float]] = {}
+    req = (f"GET /games/{game_id}/events HTTP/1.1\r\nHost: {HOST}\r\n"
+           "Accept: text/event-stream\r\n\r\n").encode()
+    specs: list[Spectator] = []
+    for start in range(0, n, 100):
+        batch = [Spectator(req, arrivals) for _ in range(start, min(n, start + 100))]
+        await asyncio.gather(*(loop.create_connection(lambda s=s: s, HOST, port)
+                               for s in batch), return_exceptions=True)
+        specs += batch
+        await asyncio.sleep(0.05)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(s.events or s.closed or s.status not in
+                                                  (0, 200) for s in specs):
+        await asyncio.sleep(0.05)
+    ready.put(len(specs))
+    await loop.run_in_executor(None, go.wait, 60)
+    cpu0 = own_cpu()
+    deadline = time.monotonic() + seconds + 60
+    while time.monotonic() < deadline and not all(s.over or s.closed for s in specs):
+        await asyncio.sleep(0.1)
+    cpu = own_cpu() - cpu0
+    for s in specs:
+        if s.transport is not None:
+            s.transport.close()
+    return {"arrivals": arrivals, "cpu": cpu,
+            "status": [s.status for s in specs], "over": [s.over for s in specs],
+            "events": [s.events for s in specs], "duplicates": sum(s.duplicates for s in specs)}
+
+
+def spectators_process(port: int, game_id: str, n: int, ready: Any, go: Any, seconds: float,
+                       results: Any) -> None:
+    """A share of the spectators, on uvloop when it is installed (the bench note in
+    pyproject.toml): the client shares the 2 cores with the service, and asyncio's own
+    loop spends about 28 us per stream per move (``client_cpu_ms_per_move``)."""
+    try:
+        import uvloop
+
+        run: Any = uvloop.run
+    except ImportError:
+        run = asyncio.run
+    results.put(run(spectate(port, game_id, n, ready, go, seconds)))
+
+
+def client_loop() -> str:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
+
+
+class Spectated:
+    """The spectators' outcome, merged over the client processes."""
+
+    def __init__(self, parts: list[dict[str, Any]]) -> None:
+        self.arrivals: dict[int, list[float]] = {}
+        self.status: list[int] = []
+        self.over: list[bool] = []
+        self.events: list[int] = []
+        self.duplicates = 0
+        self.cpu = sum(p["cpu"] for p in parts)
+        for p in parts:
+            for ply, times in p["arrivals"].items():
+                self.arrivals.setdefault(ply, []).extend(times)
+            self.status += p["status"]
+            self.over += p["over"]
+            self.events += p["events"]
+            self.duplicates += p["duplicates"]
+
+
+def spectated_phase(port: int, tables: list[dict[str, Any]], n: int, procs: int,
+                    think: float, seconds: float, worker_pids: list[int]) -> dict[str, Any]:
+    ctx = mp.get_context("fork")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    shares = [n // procs + (1 if i < n % procs else 0) for i in range(procs)]
+    clients = [ctx.Process(target=spectators_process, daemon=True,
+                           args=(port, tables[0]["game"], k, ready, go, seconds, results))
+               for k in shares if k]
+    for c in clients:
+        c.start()
+    for _ in clients:
+        ready.get(timeout=120)
+    time.sleep(1.0)  # the backlog delivered
+    cpu0 = sum(cpu_seconds(p) for p in worker_pids)
+    t0 = time.monotonic()
+    go.set()
+    result = play(port, tables, think, seconds, 0)
+    elapsed = time.monotonic() - t0
+    parts = [results.get(timeout=seconds + 120) for _ in clients]
+    cpu = sum(cpu_seconds(p) for p in worker_pids) - cpu0
+    for c in clients:
+        c.join(10)
+    return {"result": result, "seen": Spectated(parts), "cpu": cpu, "elapsed": elapsed}
+
+
+def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    redis_proc, redis_port = start_redis(tmp)
+    gunicorn = None
+    try:
+        gunicorn, port = start_service(code, redis_port, args.workers, tmp / f"{name}.log")
+        time.sleep(1.0)
+        workers = children(gunicorn.pid)
+        tables = []
+        for t in range(args.tables):
+            bots = []
+            for i in range(2):
+                status, bot = request(port, "POST", "/bots", {"name": f"sse{t}{i}"})
+                assert status == 201, (status, bot)
+                bots.append(bot)
+            tables.append({"bots": bots, "game": new_game(port, bots, 100 + t)})
+        load_before = os.getloadavg()
+
+        # without spectators
+        cpu0 = sum(cpu_seconds(p) for p in workers)
+        quiet = play(port, tables, args.think, args.seconds, None)["others"]
+        quiet_cpu = sum(cpu_seconds(p) for p in workers) - cpu0
+        cpu_per_move = quiet_cpu / max(1, quiet["moves"])
+
+        # with spectators on a new game at table 0
+        tables[0]["game"] = new_game(port, tables[0]["bots"], 7)
+        seen = spectated_phase(port, tables, args.spectators, args.client_procs, args.think,
+                               args.max_seconds, workers)
+        watched, others = seen["result"]["watched"], seen["result"]["others"]
+        spec: Spectated = seen["seen"]
+        commits: dict[int, float] = {int(k): v for k, v in watched["commits"].items()}
+        last, first, median = [], [], []
+        for ply, commit in commits.items():
+            got = spec.arrivals.get(ply, [])
+            if not got or commit is None:
+                continue
+            lat = sorted((t - commit) * 1000 for t in got)
+            first.append(lat[0])
+            median.append(lat[len(lat) // 2])
+            last.append(lat[-1])
+        full = max(spec.events, default=0)
+        moves = watched["moves"] + others["moves"]
+        extra_cpu = seen["cpu"] - cpu_per_move * moves
+        spectator_moves = max(1, watched["moves"]) * max(1, args.spectators)
+        spec_non_200 = [st for st in spec.status if st != 200]
+        out = {
+            "code": name,
+            "spectators": args.spectators,
+            "workers": args.workers,
+            "watched_moves": watched["moves"],
+            "watched_seconds": round(seen["elapsed"], 2),
+            "moves_per_s_watched": round(watched["moves"] / max(seen["elapsed"], 1e-9), 2),
+            "move_to_first_ms": {"p50": pct(first, 0.5), "p99": pct(first, 0.99)},
+            "move_to_median_ms": {"p50": pct(median, 0.5), "p99": pct(median, 0.99)},
+            "move_to_last_ms": {"p50": pct(last, 0.5), "p99": pct(last, 0.99)},
+            "moves_heard_by_all": sum(1 for p in commits
+                                      if len(spec.arrivals.get(p, [])) == args.spectators),
+            "cuts": sum(1 for st, over in zip(spec.status, spec.over) if st == 200 and not over),
+            "non_200_spectators": len(spec_non_200),
+            "non_200_players": len(watched["non_200"]) + len(others["non_200"])
+            + len(quiet["non_200"]),
+            "events_per_stream": full,
+            "streams_missing_events": sum(1 for st, ev in zip(spec.status, spec.events)
+                                          if st == 200 and ev < full),
+            "duplicates": spec.duplicates,
+            "client_processes": args.client_procs,
+            "client_loop": client_loop(),
+            "action_p99_ms_without": pct([x * 1000 for x in quiet["latencies"]], 0.99),
+            "action_p99_ms_with": pct([x * 1000 for x in watched["latencies"]
+                                       + others["latencies"]], 0.99),
+            "action_p50_ms_without": pct([x * 1000 for x in quiet["latencies"]], 0.5),
+            "action_p50_ms_with": pct([x * 1000 for x in watched["latencies"]
+                                       + others["latencies"]], 0.5),
+            "worker_cpu_s_with": round(seen["cpu"], 3),
+            # this client's spectators, for scale: they share the 2 cores with the service
+            "client_cpu_ms_per_move": round(spec.cpu / max(1, watched["moves"]) * 1000, 2),
+            "worker_cpu_ms_per_move_without": round(cpu_per_move * 1000, 3),
+            "cpu_us_per_spectator_move": round(extra_cpu / spectator_moves * 1e6, 2),
+            "loadavg_before_after": [round(x, 2) for x in (*load_before[:1],
+                                                           *os.getloadavg()[:1])],
+        }
+        return out
+    finally:
+        stop(gunicorn)
+        stop(redis_proc)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spectators", type=int, default=1000)
+    parser.add_argument("--tables", type=int, default=4, help="two-player tables of bots")
+    parser.add_argument("--think", type=float, default=0.1, help="seconds a bot thinks")
+    parser.add_argument("--seconds", type=float, default=15,
+                        help="length of the phase without spectators")
+    parser.add_argument("--max-seconds", type=float, default=120,
+                        help="cap on the watched game's length")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--client-procs", type=int, default=2,
+                        help="processes the spectators are spread over")
+    parser.add_argument("--base", default="main", help="the code before (a git revision)")
+    parser.add_argument("--no-base", action="store_true", help="measure this checkout only")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ssebench-") as tmp_name:
+        tmp = Path(tmp_name)
+        versions: list[tuple[str, Path]] = []
+        if not args.no_base:
+            (tmp / "base").mkdir()
+            versions.append(("base", base_copy(args.base, tmp / "base")))
+        versions.append(("head", ROOT))
+        for name, code in versions:
+            (tmp / name / "run").mkdir(parents=True, exist_ok=True)
+            row = measure(code, name, args, tmp / name / "run")
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    head = rows[-1]
+    ratio = (head["action_p99_ms_with"] or 0) / max(head["action_p99_ms_without"] or 1e-9, 1e-9)
+    summary = {
+        "summary": "sse",
+        "targets": TARGETS,
+        "head_meets": {
+            "last_p99_ms": (head["move_to_last_ms"]["p99"] or 1e9) <= TARGETS["last_p99_ms_max"],
+            "cuts": head["cuts"] <= TARGETS["cuts_max"],
+            "non_200": head["non_200_spectators"] + head["non_200_players"]
+            <= TARGETS["non_200_max"],
+            "cpu_us_per_spectator_move": head["cpu_us_per_spectator_move"]
+            <= TARGETS["cpu_us_per_spectator_move_max"],
+            "action_p99_ratio": round(ratio, 2) <= TARGETS["action_p99_ratio_max"],
+        },
+        "action_p99_ratio_head": round(ratio, 2),
+    }
+    print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        main()
