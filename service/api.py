@@ -355,7 +355,7 @@ def readyz() -> Response:
                           bot_id="$response.body#/id")},
 )
 def create_bot(body: dict[str, Any]) -> Response:
-    bot = arena().register_bot(body["name"], body["person"])
+    bot = arena().register_bot(body["name"], body.get("person", False))
     return respond(sch(s.BotCreated), bot, 201, {"Location": f"/bots/{bot['id']}"})
 
 
