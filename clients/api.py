@@ -89,6 +89,7 @@ ENDPOINTS: dict[str, Endpoint] = {
     "getTournamentsTournamentIdStandings": Endpoint(
         "GET", "/tournaments/{tournament_id}/standings"
     ),
+    "getTournamentsTournamentIdExport": Endpoint("GET", "/tournaments/{tournament_id}/export"),
     "getLeaderboard": Endpoint("GET", "/leaderboard"),
     "postHouseGames": Endpoint("POST", "/house/games", safe=False),
     "getHealthz": Endpoint("GET", "/healthz"),
@@ -701,6 +702,16 @@ class ArenaClient:
         """``GET /tournaments/{id}/standings``: ranked rows with ratings, and their history."""
         return Standings.of(self._call("getTournamentsTournamentIdStandings",
                                        tournament_id=tournament_id))
+
+    def export(self, tournament_id: str, table: str | None = None) -> JSON | str:
+        """``GET /tournaments/{id}/export``: the whole tournament as its JSON document, or
+        with ``table`` (standings, games, ratings) that table as CSV text."""
+        if table is None:
+            return self._call("getTournamentsTournamentIdExport", tournament_id=tournament_id)
+        resp = self._send("getTournamentsTournamentIdExport",
+                          {"tournament_id": tournament_id},
+                          params={"format": "csv", "table": table})
+        return resp.text
 
     def leaderboard(self) -> list[LeaderboardRow]:
         """``GET /leaderboard``: ratings over every tournament game, best first."""

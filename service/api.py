@@ -23,6 +23,7 @@ from marshmallow import Schema, ValidationError
 from . import house, limits
 from . import schemas as s
 from .arena import Arena, dumps
+from .export import csv_table
 from .fanout import direct_socket
 from .problems import Problem
 from .tournaments import MAX_GAMES, Tournaments
@@ -54,6 +55,9 @@ class Operation:
     response: type[Schema] | None = None
     status: int = 200
     content_type: str = "application/json"
+    # other media types the success answer may come in (media type -> what it holds),
+    # documented beside ``content_type`` and admitted by ``negotiate``; the body is text
+    also: dict[str, str] = field(default_factory=dict)
     auth: str | None = None  # "required", "optional", "admin" or None
     errors: tuple[int, ...] = ()
     headers_in: tuple[dict[str, Any], ...] = ()
@@ -123,7 +127,7 @@ def negotiate(op: Operation) -> None:
     Content-Type that is not JSON (``application/json`` or any ``+json``). No Accept
     admits everything, and an empty body needs no Content-Type."""
     if request.headers.get("Accept", "").strip():
-        offers = [op.content_type, *_ERRORS_AND_JSON]
+        offers = [op.content_type, *op.also, *_ERRORS_AND_JSON]
         if request.endpoint in _PAGES:
             offers.append("text/html")
         if request.accept_mimetypes.best_match(offers) is None:
@@ -664,6 +668,42 @@ def get_tournament(tournament_id: str) -> Response:
 )
 def get_standings(tournament_id: str) -> Response:
     return respond(sch(s.Standings), tournaments().standings(tournament_id))
+
+
+@bp.get("/tournaments/<tournament_id>/export")
+@operation(
+    summary="The whole tournament for archives and spreadsheets: JSON, or CSV tables",
+    description="One answer with the settings, the standings (as `/standings`), every game "
+    "in slot order (as `GET /tournaments/{id}`, with its round and `record`, the path of "
+    "its record) and the rating history per round. The duplicate-deal embargo holds as "
+    "in `GET /tournaments/{id}`: while any table of a deal is live, its games show no seed "
+    "and no result. `?format=csv` (or, without `format`, an Accept header preferring "
+    "`text/csv`) answers one table as `text/csv` with a header row, chosen by `table`: "
+    "`standings`, `games` or `ratings` (default `standings`); null is an empty cell, a "
+    "per-team value two columns (`scores_0`, `scores_1`).",
+    tags=("tournaments",),
+    query=s.ExportQuery,
+    response=s.TournamentExport,
+    also={"text/csv": "one table (`table`) as RFC 4180 CSV with a header row"},
+    response_headers={"Content-Disposition": {
+        "description": "with text/csv: `attachment; filename=\"tournament-<id>-<table>.csv\"`",
+        "schema": {"type": "string"}}},
+    errors=(404,),
+    path_params={"tournament_id": TOURNAMENT_ID},
+)
+def export_tournament(tournament_id: str, query: dict[str, Any]) -> Response:
+    data = sch(s.TournamentExport).dump(tournaments().export(tournament_id))
+    fmt = query.get("format")
+    if fmt is None and request.headers.get("Accept", "").strip():
+        best = request.accept_mimetypes.best_match(["application/json", "text/csv"])
+        fmt = "csv" if best == "text/csv" else "json"
+    if fmt != "csv":
+        return respond(None, data)
+    table = query.get("table", "standings")
+    resp = Response(csv_table(data, table), mimetype="text/csv")
+    resp.headers["Content-Disposition"] = \
+        f'attachment; filename="tournament-{tournament_id}-{table}.csv"'
+    return resp
 
 
 @bp.get("/leaderboard")

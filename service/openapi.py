@@ -64,7 +64,8 @@ hearts, spades). A move that arrives before the deadline always wins over the ti
 
 **Media types.** Send a body as JSON (`Content-Type: application/json`, or another
 `+json` type; an empty body needs none), else 415. Answers are `application/json`,
-`application/problem+json` for errors, `text/event-stream` for `/games/{game_id}/events`;
+`application/problem+json` for errors, `text/event-stream` for `/games/{game_id}/events`,
+`text/csv` for `/tournaments/{tournament_id}/export?format=csv`;
 an `Accept` header that admits none of an operation's types gets 406 (no `Accept`, or
 `*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}` or
 `/tournaments/{tournament_id}` gets the page for people instead.
@@ -176,6 +177,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
             "(#/components/schemas/Event) whose `type` is the SSE `event:` field"}}}
     else:
         content = {op.content_type: {"schema": {"type": "string"}}}
+    for media, what in op.also.items():
+        content[media] = {"schema": {"type": "string", "description": what}}
     ok: dict[str, Any] = {"description": "OK" if op.status == 200 else "Created",
                           "content": content}
     if op.response_headers or op.limited:

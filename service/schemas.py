@@ -1060,6 +1060,47 @@ class Leaderboard(Out):
     items = fields.List(fields.Nested(LeaderboardRow), required=True)
 
 
+EXPORT_TABLES = ["standings", "games", "ratings"]
+
+
+class ExportQuery(Strict):
+    format = one_of(["json", "csv"], metadata={
+        "description": "json (the default) or csv; without it, an Accept header that "
+        "prefers text/csv to application/json gets csv"})
+    table = one_of(EXPORT_TABLES, metadata={
+        "description": "csv only (one table per answer; default standings): standings "
+        "(one row per entrant), games (one row per game, per-team values as _0/_1 "
+        "columns) or ratings (one row per entrant per completed round)"})
+
+    @validates_schema
+    def _table_is_for_csv(self, data: dict[str, Any], **kw: Any) -> None:
+        if "table" in data and data.get("format") == "json":
+            raise ValidationError("a table is chosen only with format=csv", "table")
+
+
+class ExportGame(TournamentGame):
+    round = fields.Int(required=True)
+    record = fields.Str(required=True, allow_none=True, metadata={
+        "description": "the path of the game's record (`GET /games/{id}/record`); null "
+        "until the game exists. Embargoed (403) while any table of its deal is live"})
+
+
+class ExportBye(Out):
+    round = fields.Int(required=True)
+    bot_id = fields.Str(required=True)
+
+
+class TournamentExport(TournamentSummary):
+    standings = fields.List(fields.Nested(StandingRow), required=True,
+                            metadata={"description": "as `GET /tournaments/{id}/standings`"})
+    games = fields.List(fields.Nested(ExportGame), required=True, metadata={
+        "description": "every game in slot order, as in `GET /tournaments/{id}` (seed and "
+        "result null while embargoed), with its round and its record's path"})
+    byes = fields.List(fields.Nested(ExportBye), required=True)
+    history = fields.List(fields.Nested(RatingHistory), required=True,
+                          metadata={"description": "everyone's rating after each round"})
+
+
 # --- house bots (a person against the service's own bots) ----------------------------------
 
 HOUSE_STRATEGIES = ["random", "heuristic", "search"]

@@ -822,7 +822,9 @@ class Tournaments:
         }
 
     def detail(self, tid: str) -> dict[str, Any]:
-        doc = self.doc(tid)
+        return self._detail(self.doc(tid))
+
+    def _detail(self, doc: dict[str, Any]) -> dict[str, Any]:
         out = self._summary(doc)
         out["rounds"] = [
             {
@@ -869,9 +871,12 @@ class Tournaments:
         return {"items": items, "next_cursor": int(rows[-1][1]) if more and rows else None}
 
     def standings(self, tid: str) -> dict[str, Any]:
-        doc = self.doc(tid)
+        return self._standings(self.doc(tid))
+
+    @staticmethod
+    def _standings(doc: dict[str, Any]) -> dict[str, Any]:
         return {
-            "tournament_id": tid,
+            "tournament_id": doc["id"],
             "status": doc["status"],
             "rounds_done": len(doc["history"]),
             "items": standings(doc),
@@ -881,6 +886,27 @@ class Tournaments:
                 for h in doc["history"]
             ],
         }
+
+    def export(self, tid: str) -> dict[str, Any]:
+        """The whole tournament in one answer, for archives and spreadsheets: the summary,
+        the standings, every game (flat, with its round and its record's path) and the
+        rating history. Built from one read of the document by the same code as the
+        detail and the standings, so it shows exactly what they show — and hides what
+        they hide (a game's seed and result while any table of its deal is live)."""
+        doc = self.doc(tid)
+        out = self._detail(doc)
+        table = self._standings(doc)
+        rounds = out.pop("rounds")
+        out["standings"] = table["items"]
+        out["games"] = [
+            {"round": rnd["round"], **game,
+             "record": f"/games/{game['game_id']}/record" if game["game_id"] else None}
+            for rnd in rounds for game in rnd["games"]
+        ]
+        out["byes"] = [{"round": rnd["round"], "bot_id": bot}
+                       for rnd in rounds for bot in rnd["byes"]]
+        out["history"] = table["history"]
+        return out
 
     def leaderboard(self) -> dict[str, Any]:
         raw = {k.decode(): json.loads(v) for k, v in self.r.hgetall(self.lb_key).items()}

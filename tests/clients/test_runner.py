@@ -118,6 +118,11 @@ def test_a_tournament_through_the_client(live_url: str) -> None:
     assert all(r.played == 2 for r in table.items) and sum(r.won for r in table.items) == 2
     board = {r.bot_id: r for r in anon.leaderboard()}
     assert all(board[i].games == 2 and board[i].rating.sigma > 0 for i in ids)
+    exported = anon.export(t.id)  # the same, in one document, and as CSV
+    assert isinstance(exported, dict) and len(exported["games"]) == 2
+    assert [r["bot_id"] for r in exported["standings"]] == [r.bot_id for r in table.items]
+    games_csv = anon.export(t.id, "games")
+    assert isinstance(games_csv, str) and len(games_csv.strip().splitlines()) == 3
 
 
 def test_a_function_bot_and_a_bad_strategy_are_handled(live_url: str) -> None:

@@ -44,6 +44,7 @@ def test_operations_without_auth_ignore_any_authorization_header(api):
         ("GET", "/tournaments"): "/tournaments",
         ("GET", "/tournaments/{tournament_id}"): f"/tournaments/{tid}",
         ("GET", "/tournaments/{tournament_id}/standings"): f"/tournaments/{tid}/standings",
+        ("GET", "/tournaments/{tournament_id}/export"): f"/tournaments/{tid}/export",
         ("GET", "/games"): "/games",
         ("GET", "/bots/{bot_id}"): f"/bots/{bot_id}",
         ("POST", "/bots"): "/bots",

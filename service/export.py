@@ -1,0 +1,64 @@
+"""A tournament's export (``GET /tournaments/{id}/export``) as CSV: one table per answer.
+
+The rows are made from the JSON export as dumped by its schema (``TournamentExport``), so
+the CSV shows exactly what the JSON shows — embargoed seeds and results included, as
+empty cells. A per-team list (``teams``, ``scores``, ...) becomes two columns, ``_0`` for
+team 0 and ``_1`` for team 1; a game's ratings become ``mu_before_0`` ... ``ordinal_after_1``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from typing import Any
+
+STANDINGS = ("rank", "bot_id", "bot_name", "score", "matchpoints", "comparisons", "played",
+             "won", "lost", "hands_won", "points_for", "points_against", "timeouts", "byes",
+             "mu", "sigma", "ordinal")
+_PER_TEAM = ("teams", "scores", "hands_won", "timeouts")
+_RATING = tuple(f"{k}_{when}" for when in ("before", "after") for k in ("mu", "sigma", "ordinal"))
+GAMES = ("round", "slot", "pairing", "deal", "game_id", "status", "seed", "winner",
+         *(f"{k}_{team}" for k in _PER_TEAM for team in (0, 1)), "recorded",
+         *(f"{k}_{team}" for team in (0, 1) for k in _RATING), "record")
+RATINGS = ("round", "bot_id", "mu", "sigma", "ordinal")
+
+
+def _standings(export: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for row in export["standings"]:
+        yield {**row, **row["rating"]}
+
+
+def _games(export: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for game in export["games"]:
+        row = dict(game)
+        for k in _PER_TEAM:
+            for team in (0, 1):
+                row[f"{k}_{team}"] = game[k][team] if game[k] is not None else None
+        for team, r in enumerate(game["rating"] or []):
+            for when in ("before", "after"):
+                for k in ("mu", "sigma", "ordinal"):
+                    row[f"{k}_{when}_{team}"] = r[when][k]
+        yield row
+
+
+def _ratings(export: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for point in export["history"]:
+        for r in point["ratings"]:
+            yield {"round": point["round"], **r}
+
+
+TABLES = {"standings": (STANDINGS, _standings), "games": (GAMES, _games),
+          "ratings": (RATINGS, _ratings)}
+
+
+def csv_table(export: dict[str, Any], table: str) -> str:
+    """``table`` of the dumped export as CSV text (RFC 4180: a header row, CRLF line ends);
+    null is an empty cell."""
+    columns, rows = TABLES[table]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, columns, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows(export):
+        writer.writerow({k: "" if row.get(k) is None else row[k] for k in columns})
+    return out.getvalue()
