@@ -133,7 +133,8 @@ class BotCreate(Strict):
     )
     person = fields.Bool(
         metadata={"description": "(default false) an account for a person at the table "
-                  "(the play page sets it): a game that such an account joins gets a move limit if it has none "
+                  "(the play page sets it): a game that such an account joins gets a move "
+                  "limit if it has none "
                   "(`ARENA_PERSON_MOVE_LIMIT`, default 60 s), so an abandoned seat cannot "
                   "hold the game and its other players forever"},
     )
