@@ -29,6 +29,9 @@ DEFAULTS: dict[str, Any] = {
     # authentications per address, trusted proxies: see service/limits.py; 0: off
     **limits.DEFAULTS,
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
+    # seconds a stream's write may take before the stream is dropped (a slow consumer)
+    "ARENA_SSE_WRITE_TIMEOUT": 10.0,
+    "ARENA_SSE_SEND_BUFFER": 65536,  # bytes of kernel send buffer per stream; 0: autotuned
     # seconds a decision in a game a person's account sits down in, if it has no limit
     "ARENA_PERSON_MOVE_LIMIT": 60.0,
     "ARENA_RETRY_GRACE": RETRY_GRACE_S,  # seconds a finished game's retry memory is kept
@@ -76,6 +79,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     store = Store(client, app.config["ARENA_KEY_PREFIX"], int(app.config["ARENA_RETRY_GRACE"]))
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
     arena.person_move_limit = float(app.config["ARENA_PERSON_MOVE_LIMIT"])
+    arena.write_timeout_s = float(app.config["ARENA_SSE_WRITE_TIMEOUT"])
+    arena.send_buffer = int(app.config["ARENA_SSE_SEND_BUFFER"])
     # the pub/sub listener: a connection of its own (see redis_client.listener)
     arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout)
     arena.wakeups.confirm_s = redis_timeout

@@ -8,9 +8,12 @@ which seat, compare-and-set retries, idempotent replies, and waiting for changes
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import logging
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -50,6 +53,10 @@ SHUTDOWN_RETRY_MS = 2000  # the ``retry:`` of a stream ended by a shutdown
 # A stream's write that takes longer drops it (a consumer that does not read); the
 # client resumes with Last-Event-ID.
 WRITE_TIMEOUT_S = 10.0
+# A stream socket's kernel send buffer, in bytes (the kernel doubles it): fixed rather than
+# autotuned (up to 4 MB a socket), so what a slow consumer holds unsent is bounded and its
+# writes block, and time out, soon. A whole game's events are a few tens of KB.
+SEND_BUFFER_BYTES = 65536
 KEEPALIVE_FRAME = frame(b": keep-alive\n\n")
 
 
@@ -181,6 +188,8 @@ class Arena:
     def __init__(self, store: Store, keepalive_s: float = KEEPALIVE_S) -> None:
         self.store = store
         self.keepalive_s = keepalive_s
+        self.write_timeout_s = WRITE_TIMEOUT_S  # ARENA_SSE_WRITE_TIMEOUT
+        self.send_buffer = SEND_BUFFER_BYTES  # ARENA_SSE_SEND_BUFFER; 0: the kernel's
         # A game a person's account sits down in gets this move limit if it has none, so
         # a closed browser tab cannot hold the game (and its bots) forever.
         self.person_move_limit = PERSON_MOVE_LIMIT_S
@@ -963,6 +972,10 @@ class Arena:
         """
         metrics.LIVE.streams += 1
         direct = Direct(sock, audience, feed.position_after(after))
+        if self.send_buffer > 0:
+            # not a TCP socket (a test's socketpair): the kernel's default
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
         try:
             # the headers and a few bytes through the server; the backlog, like the rest,
             # under the write timeout (a client that reads nothing is dropped)
@@ -994,14 +1007,24 @@ class Arena:
             feed.direct.discard(direct)
             metrics.LIVE.streams -= 1
 
-    @staticmethod
-    def _send(direct: Direct, data: bytes) -> None:
+    def _send(self, direct: Direct, data: bytes) -> None:
         """Write ``data`` (framed) from the stream's greenlet; the pump keeps off
-        meanwhile. A slow consumer that takes longer than ``WRITE_TIMEOUT_S`` is cut."""
+        meanwhile. A slow consumer that takes longer than ``write_timeout_s`` is cut."""
         direct.busy = True
         try:
-            with gevent.Timeout(WRITE_TIMEOUT_S, TimeoutError):
+            with gevent.Timeout(self.write_timeout_s, TimeoutError):
                 direct.sock.sendall(data)
+        except TimeoutError:
+            # a slow consumer: close its connection (what the kernel holds for it is
+            # freed) and end the response as a client that left would (EPIPE: gunicorn
+            # ignores it, where any other error would be logged with its traceback)
+            direct.dead = True
+            log.info("dropped an event stream that took no write for %.1f s "
+                     "(a slow consumer; it may resume with Last-Event-ID)",
+                     self.write_timeout_s)
+            with contextlib.suppress(OSError):
+                direct.sock.shutdown(socket.SHUT_RDWR)
+            raise BrokenPipeError(errno.EPIPE, "slow consumer dropped") from None
         except OSError:
             direct.dead = True
             raise

@@ -52,6 +52,50 @@ def gunicorn_command(
     ]  # fmt: skip
 
 
+# Descriptors a worker uses besides its client connections and pooled Redis connections:
+# the listener, the log, the metrics files, the pub/sub listener, an embedded module or two.
+FILE_HEADROOM = 64
+
+
+def open_files_needed(env: dict[str, str] | os._Environ[str] | None = None) -> int:
+    """The open files one worker may hold at its connection budget: each client connection
+    it serves (``ARENA_WORKER_CONNECTIONS``) plus the ones it is refusing (``SHED_SLOTS``),
+    a pooled Redis connection per served one (``redis_client.pool_size``), and
+    ``FILE_HEADROOM``. The limit is per process, so ``WEB_CONCURRENCY`` workers each need
+    this much, not the sum."""
+    from .gevent_worker import SHED_SLOTS
+    from .redis_client import pool_size
+
+    env = os.environ if env is None else env
+    cap = int(env.get("ARENA_WORKER_CONNECTIONS") or 2000)
+    return cap + SHED_SLOTS + pool_size(cap) + FILE_HEADROOM
+
+
+def raise_open_files(needed: int) -> str | None:
+    """Raise this process's soft RLIMIT_NOFILE towards ``needed`` (gunicorn and its
+    workers inherit it); at the common default of 1,024 a worker would fail with "Too many
+    open files" near 1,000 connections. Capped by the hard limit, which only root raises:
+    return the one line to say when ``needed`` is out of reach, else None."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return None
+    return (f"open-file limit is {soft} (hard limit {hard}) but each worker may need "
+            f"{needed} at ARENA_WORKER_CONNECTIONS "
+            f"{os.environ.get('ARENA_WORKER_CONNECTIONS') or 2000}; connections past it fail "
+            f"with 'Too many open files': raise the hard limit (ulimit -Hn {needed} as root, "
+            "LimitNOFILE= in systemd, --ulimit nofile= in Docker) or lower "
+            "ARENA_WORKER_CONNECTIONS")
+
+
 def _log(message: str) -> None:
     print(f"allfours serve: {message}", file=sys.stderr, flush=True)
 
@@ -87,6 +131,9 @@ def serve(
     try:
         # what would make the start fail, found before anything starts: one line each
         check_port(host, port)
+        short = raise_open_files(open_files_needed(env))
+        if short:
+            _log(short)
         if env.get("REDIS_URL"):
             check_redis(env["REDIS_URL"])
             _log(f"using REDIS_URL {_redacted(env['REDIS_URL'])}")

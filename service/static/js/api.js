@@ -34,7 +34,7 @@ export async function apiOrNull(path, opts) {
 }
 
 // Server-sent events. Without a token: the browser's EventSource (it reconnects with
-// Last-Event-ID by itself). With one: fetch with an Authorization header (EventSource
+// Last-Event-ID by itself; after a non-200 answer, a new one with backoff). With one: fetch with an Authorization header (EventSource
 // cannot send headers), parsing the stream and resuming with Last-Event-ID likewise.
 // onEvents gets arrays of {id, type, data}; the stream stops after game_over.
 export function openEvents(path, { token = null, onEvents, onState = () => {} }) {
@@ -43,7 +43,12 @@ export function openEvents(path, { token = null, onEvents, onState = () => {} })
   const close = () => { closed = true; };
 
   if (!token) {
-    const es = new EventSource(path);
+    // The browser's EventSource retries a cut by itself, but gives up for good after a
+    // non-200 answer (a 503 from a worker at its connection cap, a restart): then a new
+    // one is opened here after a backoff with jitter, resuming after the last event seen
+    // (?last_event_id=; the browser's own Last-Event-ID header wins when it sends one).
+    let es = null;
+    let delay = 500;
     let batch = [];
     let scheduled = false;
     const flush = (final = false) => {
@@ -55,14 +60,30 @@ export function openEvents(path, { token = null, onEvents, onState = () => {} })
     const onMessage = (ev) => {
       if (closed) return;
       const data = JSON.parse(ev.data);
+      if (ev.lastEventId) lastId = ev.lastEventId;
       batch.push({ id: ev.lastEventId, type: ev.type, data });
       if (ev.type === "game_over") { es.close(); closed = true; flush(true); onState("ended"); return; }
       if (!scheduled) { scheduled = true; setTimeout(flush, 0); }
     };
-    for (const t of EVENT_TYPES) es.addEventListener(t, onMessage);
-    es.onopen = () => onState("open");
-    es.onerror = () => { if (!closed) onState(es.readyState === 2 ? "closed" : "reconnecting"); };
-    return { close: () => { close(); es.close(); } };
+    const connect = () => {
+      if (closed) return;
+      const url = lastId
+        ? `${path}${path.includes("?") ? "&" : "?"}last_event_id=${encodeURIComponent(lastId)}`
+        : path;
+      const source = es = new EventSource(url);
+      for (const t of EVENT_TYPES) source.addEventListener(t, onMessage);
+      source.onopen = () => { delay = 500; onState("open"); };
+      source.onerror = () => {
+        if (closed || source !== es) return;
+        onState("reconnecting");
+        if (source.readyState !== 2) return; // the browser retries this one itself
+        source.close();
+        setTimeout(connect, delay * (0.5 + Math.random() / 2));
+        delay = Math.min(delay * 2, 10000);
+      };
+    };
+    connect();
+    return { close: () => { close(); if (es) es.close(); } };
   }
 
   const ctrl = new AbortController();
