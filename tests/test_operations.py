@@ -47,7 +47,9 @@ class Service:
         command = [sys.executable, "-m", "service.cli", "serve", "--port", str(self.port),
                    "--workers", str(workers)]
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(command, env={**os.environ, **env}, stdout=out,
+            # no house bots: their accounts and long-polls would count in the checks
+            self.proc = subprocess.Popen(command, env={**os.environ, "ARENA_HOUSE_BOTS": "0",
+                                                       **env}, stdout=out,
                                          stderr=out, cwd=tmp_path, start_new_session=True)
         self.seen: dict[int, str] = {}
 
@@ -85,7 +87,7 @@ def service(tmp_path: Path, key_prefix: str) -> Iterator[Any]:
 
     def start(**env: str) -> Service:
         full = {"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
-                "ARENA_RATE_LIMIT": "0", "ARENA_HOUSE_BOTS": "0", **env}
+                "ARENA_RATE_LIMIT": "0", **env}
         s = Service(tmp_path, **full)
         started.append(s)
         s.wait_healthy()
