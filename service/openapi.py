@@ -268,8 +268,9 @@ def _seats_per_players(doc: dict[str, Any]) -> None:
 
 def _tournament_rules(doc: dict[str, Any]) -> None:
     """``TournamentCreate``'s cross-field rules (its ``validates_schema``), which
-    marshmallow cannot export: ``rounds`` is for Swiss only, and with trusted duplicate
-    twins (``trusted`` and ``duplicate`` not false) ``games_per_pairing`` is even."""
+    marshmallow cannot export: ``rounds`` is for Swiss only; with trusted duplicate
+    twins (``trusted`` and ``duplicate`` not false) ``games_per_pairing`` is even; and
+    ``duplicate: true`` without ``trusted`` needs 4 entrants (two tables a round)."""
     create = doc["components"]["schemas"]["TournamentCreate"]
     create["allOf"] = [
         {
@@ -281,6 +282,12 @@ def _tournament_rules(doc: dict[str, Any]) -> None:
                                   "duplicate": {"not": {"const": False}}},
                    "required": ["trusted"]},
             "then": {"properties": {"games_per_pairing": {"multipleOf": 2}}},
+        },
+        {  # deals shared across tables need two tables a round
+            "if": {"properties": {"duplicate": {"const": True},
+                                  "trusted": {"not": {"const": True}}},
+                   "required": ["duplicate"]},
+            "then": {"properties": {"entrants": {"minItems": 4}}},
         },
     ]
 

@@ -131,7 +131,7 @@ class BotCreate(Strict):
         validate=[validate.Length(1, 40), Pattern(r"^[A-Za-z0-9 ._-]+$")],
         metadata={"description": "a display name", "example": "random-bot"},
     )
-    person = fields.Bool(
+    person = StrictBool(
         metadata={"description": "(default false) an account for a person at the table "
                   "(the play page sets it): a game that such an account joins gets a move "
                   "limit if it has none "
@@ -1069,14 +1069,10 @@ class ExportQuery(Strict):
         "description": "json (the default) or csv; without it, an Accept header that "
         "prefers text/csv to application/json gets csv"})
     table = one_of(EXPORT_TABLES, metadata={
-        "description": "csv only (one table per answer; default standings): standings "
+        "description": "csv only, ignored with json (one table per answer; default "
+        "standings): standings "
         "(one row per entrant), games (one row per game, per-team values as _0/_1 "
         "columns) or ratings (one row per entrant per completed round)"})
-
-    @validates_schema
-    def _table_is_for_csv(self, data: dict[str, Any], **kw: Any) -> None:
-        if "table" in data and data.get("format") == "json":
-            raise ValidationError("a table is chosen only with format=csv", "table")
 
 
 class ExportGame(TournamentGame):

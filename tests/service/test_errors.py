@@ -193,3 +193,10 @@ def test_a_pattern_matches_the_whole_string_not_up_to_a_final_newline(client):
     r = client.post("/bots", json={"name": "alice\n"})
     problem(r, 422, "validation")
     assert "name" in r.json["errors"]
+
+
+def test_person_is_a_json_boolean(client):
+    """``person`` is true or false: 0, 1 or "yes" are mistakes worth reporting."""
+    for wrong in (0, 1, "yes"):
+        r = client.post("/bots", json={"name": "ann", "person": wrong})
+        problem(r, 422, "validation")

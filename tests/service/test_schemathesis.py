@@ -112,6 +112,8 @@ class Arena:
                 and case.meta.generation.mode == GenerationMode.POSITIVE):
             players = case.body.get("players", 2)
             need = 4 if players == 2 else 2  # with 4 players, an entrant holds a team
+            if case.body.get("duplicate") is True and case.body.get("trusted") is not True:
+                need = 4  # deals shared across tables: two tables a round
             body = {**case.body, "entrants": self.entrants[:need]}
             # the cap on games in all (stated in prose: a product JSON Schema cannot say)
             if "games_per_pairing" in body:
