@@ -16,42 +16,23 @@ import asyncio
 import json
 import os
 import random
-import signal
-import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from service.embedded_redis import find_server_binary, free_port, ping
 from tests.test_operations import Service
-from tests.test_serve import stop_process, wait_for
+from tests.test_serve import (  # own_redis: a fixture
+    own_redis,  # noqa: F401
+    wait_for,
+)
 
 aiohttp = pytest.importorskip("aiohttp")
 
 SPECTATORS = int(os.environ.get("FANOUT_SPECTATORS", "200"))
 KEEPALIVE_S = 0.5
 DEALS = ("deal", "run_deal")  # the events that carry hidden cards (R7)
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[int]:
-    """A private throwaway Redis on a free port (never the shared 6379)."""
-    port = free_port()
-    workdir = tmp_path / "own-redis"
-    workdir.mkdir()
-    proc = subprocess.Popen(
-        [find_server_binary(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-         "--appendonly", "no", "--dir", str(workdir), "--maxclients", "10000"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for(lambda: ping("127.0.0.1", port), 20, "the test's own Redis")
-        yield port
-    finally:
-        stop_process(proc, signal.SIGTERM)
 
 
 def commands(client: Any) -> Counter[str]:
@@ -212,7 +193,9 @@ async def watch_and_play(base: str, redis_port: int) -> None:
                 assert d["cards"][i] is not None
 
 
-def test_a_move_is_read_once_per_worker_whatever_the_spectators(tmp_path, own_redis) -> None:
+def test_a_move_is_read_once_per_worker_whatever_the_spectators(
+    tmp_path, own_redis  # noqa: F811 (the fixture)
+) -> None:
     s = Service(tmp_path, workers=1, REDIS_URL=f"redis://127.0.0.1:{own_redis}/0",
                 ARENA_KEY_PREFIX="fan:", ARENA_RATE_LIMIT="0", ARENA_SWEEPER="0",
                 ARENA_SSE_KEEPALIVE=str(KEEPALIVE_S), ARENA_ACCESS_LOG="0")
@@ -239,8 +222,9 @@ def test_the_redis_pool_is_sized_from_the_worker_connection_budget(redis_client)
     assert app.extensions["arena"].store.r.connection_pool.max_connections == 2000 + POOL_HEADROOM
 
 
-def test_at_the_connection_cap_a_new_connection_is_answered_503_at_once(tmp_path, own_redis
-                                                                      ) -> None:
+def test_at_the_connection_cap_a_new_connection_is_answered_503_at_once(
+    tmp_path, own_redis  # noqa: F811 (the fixture)
+) -> None:
     """A worker holding ARENA_WORKER_CONNECTIONS connections (here 20 event streams)
     answers the next one at once with a 503 problem and Retry-After, instead of leaving
     it in the listen queue until a stream ends; with room again, it serves."""

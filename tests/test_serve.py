@@ -155,7 +155,7 @@ def own_redis(tmp_path: Path) -> Iterator[int]:
     workdir.mkdir()
     proc = subprocess.Popen(
         [find_server_binary(), "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-         "--appendonly", "no", "--dir", str(workdir)],
+         "--appendonly", "no", "--dir", str(workdir), "--maxclients", "10000"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip

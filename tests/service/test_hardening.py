@@ -6,17 +6,7 @@ from __future__ import annotations
 import pytest
 
 from service.api import JSON_MAX_DEPTH
-
-PJ = "application/problem+json"
-
-
-def problem(resp, status: int, kind: str) -> dict:
-    assert resp.status_code == status, (resp.status_code, resp.get_data(as_text=True))
-    assert resp.mimetype == PJ
-    body = resp.get_json(force=True)
-    assert body["type"] == f"/problems/{kind}"
-    return body
-
+from tests.service.test_errors import PJ, problem  # noqa: F401 (PJ: a constant some use)
 
 # --- 4: nesting depth -------------------------------------------------------------------------
 
