@@ -458,7 +458,9 @@ def test_dockerfile_cmd_and_healthcheck_run_against_a_real_redis(
         used = f"Using worker: {gunicorn_conf.worker_class}"
         assert used in (tmp_path / "gunicorn.log").read_text()
     finally:
+        children = descendants(proc.pid)
         stop_process(proc, signal.SIGTERM)
+        kill_leftovers(children)  # a worker outliving a master killed on a slow stop
         log.close()
     # With nothing listening, the healthcheck must fail (it is not a no-op).
     assert subprocess.run(health_cmd, env=env, capture_output=True).returncode != 0
