@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.errors import FlakyStrategyDefinition
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.config import SchemathesisConfig
 from schemathesis.generation.meta import GenerationMode
@@ -186,11 +187,24 @@ def test_stateful_runs_follow_the_links(arena: Arena) -> None:
     # random walks: another (bounded) run when one happened not to reach everything
     # (a view asked with a random `seat` is mostly 403 forbidden-seat, so the plain 200
     # view can take several walks to come up)
+    walks = 0
     for _ in range(6):
-        Machine.run(settings=settings(max_examples=60, stateful_step_count=8, deadline=None,
-                                      suppress_health_check=list(HealthCheck)))
+        # no example database and no replay or shrinking: each walk is a fresh one against
+        # a store that earlier walks (and tests) changed
+        try:
+            Machine.run(settings=settings(max_examples=60, stateful_step_count=8,
+                                          deadline=None, database=None,
+                                          phases=[Phase.generate],
+                                          suppress_health_check=list(HealthCheck)))
+        except FlakyStrategyDefinition:
+            # Hypothesis's own bookkeeping, not a verdict on the service: the links feed
+            # generation with answers from a store that changes under it, so a walk can
+            # draw differently down a path it has seen. Any failed check still fails.
+            continue
+        walks += 1
         if set(needed) <= ok() and acted():
             break
+    assert walks, "no walk ran to the end"
     for need in needed:
         assert need in ok(), (need, sorted(reached))
     # actions reach a real game: answered by the rules (200 or 409), not 404
