@@ -192,7 +192,7 @@ def test_metrics_after_a_played_game_sum_both_workers(service, tmp_path: Path) -
 
     # a move clock that runs out: the sweeper plays the default action
     timed, _, _ = new_table(s, seed=7, move_limit=0.5)
-    wait_for(lambda: call("GET", s.url(f"/games/{timed}")).json()["version"] > 1, 20,
+    wait_for(lambda: call("GET", s.url(f"/games/{timed}")).json()["version"] > 1, 60,
              "the move timeout")
 
     # a long-poll held open while we scrape: the live gauge counts it
