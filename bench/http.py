@@ -6,8 +6,8 @@ What it does, in one run:
 
 1. Starts its own ``redis-server`` on a free port (``--save '' --appendonly no``, in a
    temporary directory; the shared 127.0.0.1:6379 is never touched) and the service under
-   gunicorn exactly as deployed: ``python -m gunicorn -c python:service.gunicorn_conf
-   --bind ... --workers W service.wsgi:app`` (gevent worker), with a unique
+   gunicorn exactly as deployed: ``python -m gunicorn -c python:service.http.gunicorn_conf
+   --bind ... --workers W service.http.wsgi:app`` (gevent worker), with a unique
    ``ARENA_KEY_PREFIX``. The rate limiter stays on, as deployed (it costs one Redis
    round trip per request), with a limit too high to trip.
 2. Registers one bot per player and seats them at ``players / 4`` four-player tables.
@@ -91,13 +91,13 @@ from typing import Any  # noqa: E402
 
 import redis  # noqa: E402
 
-from service.embedded_redis import (  # noqa: E402
+from service.cli.serve import gunicorn_command  # noqa: E402
+from service.storage.embedded import (  # noqa: E402
     die_with_parent,
     find_server_binary,
     free_port,
     ping,
 )
-from service.serve import gunicorn_command  # noqa: E402
 
 HOST = "127.0.0.1"
 POLL_S = 10.0  # long-poll timeout a player asks for

@@ -41,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.http import HOST, Client, start_redis, stop  # noqa: E402
-from service.embedded_redis import free_port  # noqa: E402
-from service.serve import gunicorn_command  # noqa: E402
+from service.cli.serve import gunicorn_command  # noqa: E402
+from service.storage.embedded import free_port  # noqa: E402
 
 
 def instructions(out: Path, pid: int, since: int) -> tuple[int, int]:

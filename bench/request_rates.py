@@ -8,7 +8,7 @@ Two loads, each against its own service started as ``allfours tournament`` start
 so what is measured is what the bots ask for at full speed, not what a limit lets through:
 
 1. ``tournament``: ``allfours tournament --players 4 --games N --bots ...`` run in this
-   process (``service.tournament_cli.run``), its entrants' ``BotRunner`` threads as the
+   process (``service.cli.tournament.run``), its entrants' ``BotRunner`` threads as the
    command uses them (turn long-poll of 1 s, ``?wait`` actions).
 2. ``bots``: two ``BotRunner`` with the defaults of ``allfours bot`` (poll 10 s, act wait
    10 s, 4 workers) playing ``--bot-games`` 2-player games against each other at once.
@@ -94,7 +94,7 @@ def summarize(load: str, log: list[tuple[float, str, str]]) -> dict[str, Any]:
 
 
 def tournament_load(args: argparse.Namespace) -> dict[str, Any]:
-    from service import tournament_cli
+    from service.cli import tournament as tournament_cli
 
     parser = argparse.ArgumentParser()
     tournament_cli.add_arguments(parser)
@@ -115,7 +115,7 @@ def tournament_load(args: argparse.Namespace) -> dict[str, Any]:
 
 def bots_load(args: argparse.Namespace) -> dict[str, Any]:
     from clients.runner import BotRunner
-    from service.tournament_cli import EmbeddedService
+    from service.cli.tournament import EmbeddedService
 
     service = EmbeddedService("bench-admin", None, None)
     url = service.start()

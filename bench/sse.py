@@ -9,7 +9,7 @@ directory, the compiled engine copied in) and this checkout — in the same run,
 machine, one after the other:
 
 1. Its own ``redis-server`` (free port, no persistence; the shared 6379 is never touched)
-   and the service under gunicorn as deployed (``service.serve.gunicorn_command``, gevent
+   and the service under gunicorn as deployed (``service.cli.serve.gunicorn_command``, gevent
    workers, ``--workers``), with that code first on ``PYTHONPATH``.
 2. **Without spectators**: ``--tables`` two-player tables, each seat a bot (a thread of a
    separate process, one keep-alive connection each) that waits for its turn with the
@@ -67,8 +67,8 @@ import threading  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
-from service.embedded_redis import die_with_parent, find_server_binary, free_port, ping  # noqa: E402
-from service.serve import gunicorn_command  # noqa: E402
+from service.cli.serve import gunicorn_command  # noqa: E402
+from service.storage.embedded import die_with_parent, find_server_binary, free_port, ping  # noqa: E402
 
 HOST = "127.0.0.1"
 CLK_TCK = os.sysconf("SC_CLK_TCK")

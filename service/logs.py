@@ -1,11 +1,11 @@
 """Structured logs: every line one JSON object, and one line per request.
 
 ``JsonFormatter`` (a small ``logging.Formatter``: no dependency for a dozen lines) writes
-``{"ts", "level", "logger", "message", ...}``; ``service.gunicorn_conf`` installs it, as
+``{"ts", "level", "logger", "message", ...}``; ``service.http.gunicorn_conf`` installs it, as
 ``logger_class = "service.logs.GunicornLogger"``, for gunicorn's own logger, the root
 logger and ``allfours.access``, so under gunicorn every line on stderr is JSON.
 
-The access line itself is put together by ``service.observe`` (what it holds, and why it
+The access line itself is put together by ``service.http.observe`` (what it holds, and why it
 can hold no token, card or seed, is said there).
 """
 
@@ -60,7 +60,7 @@ def _current_request_id() -> Any:
 
     if not has_request_context():
         return None
-    from .observe import request_id
+    from service.http.observe import request_id
 
     return request_id()
 

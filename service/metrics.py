@@ -3,7 +3,7 @@
 Under gunicorn every worker is its own process with its own counters, so the client runs
 in its **multiprocess mode**: each process writes its values to memory-mapped files in
 ``$PROMETHEUS_MULTIPROC_DIR`` and a scrape, answered by whichever worker gets it, sums the
-files of all of them. ``service.gunicorn_conf`` makes that directory (or empties the one
+files of all of them. ``service.http.gunicorn_conf`` makes that directory (or empties the one
 the operator named) before any worker starts (``on_starting``), and marks a dead worker's
 gauges dead (``child_exit``). Without the variable (the Flask test client, one process) the same
 metrics live in the process's default registry.
@@ -45,7 +45,7 @@ from redis.exceptions import RedisError
 if TYPE_CHECKING:
     from flask import Flask, Response
 
-    from .store import Store
+    from service.storage.store import Store
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Request latencies: from well under a millisecond (a cached view) to a full long-poll.
@@ -257,10 +257,10 @@ def exposition(store: Store) -> bytes:
 
 def install(app: Flask) -> None:
     """``GET /metrics`` (behind ``ARENA_METRICS_TOKEN`` when set). Requests are counted
-    by ``service.observe``."""
+    by ``service.http.observe``."""
     from flask import Response, request
 
-    from .problems import Problem
+    from service.http.problems import Problem
 
     start_flusher()
 

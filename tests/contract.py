@@ -49,7 +49,7 @@ SPEC_PATH = ROOT / "openapi.yaml"
 OUTSIDE = re.compile(
     r"^/(?:$|static/|docs(?:/|$)|openapi\.yaml$|metrics$|games/[^/]+/(?:replay|play)/?$)"
 )
-# Where the JSON API and a page share a URL (service/web.py): a browser gets the page.
+# Where the JSON API and a page share a URL (service/http/pages.py): a browser gets the page.
 PAGES = re.compile(r"^/(?:games|tournaments)/[^/]+/?$")
 
 

@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 import requests
 
-from service.embedded_redis import free_port
 from service.engine import parse_action
-from service.store import Store
+from service.storage.embedded import free_port
+from service.storage.store import Store
 from tests.conftest import REDIS_URL, missing
 from tests.test_serve import http_status, wait_for
 
@@ -142,7 +142,7 @@ def test_the_image_builds_runs_plays_stops_gracefully_and_restarts(
     config, health = inspected["Config"], inspected.get("Healthcheck")
     assert health and health["Test"][0] == "CMD", inspected
     assert "/healthz" in " ".join(health["Test"])
-    assert config["Cmd"][:3] == ["gunicorn", "-c", "python:service.gunicorn_conf"]
+    assert config["Cmd"][:3] == ["gunicorn", "-c", "python:service.http.gunicorn_conf"]
     assert config["User"] == "arena"
 
     c = Container(image, key_prefix)

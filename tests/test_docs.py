@@ -31,7 +31,7 @@ import pytest
 import requests
 
 from service.engine.variants import _CHOICES, Variants
-from service.problems import KINDS
+from service.http.problems import KINDS
 from tests.conftest import REDIS_URL, missing
 from tests.test_serve import Serve, kill_leftovers
 
@@ -197,7 +197,7 @@ def test_rules_md_lists_every_house_rule_with_its_default_and_values() -> None:
 
 def test_every_link_to_a_rule_resolves() -> None:
     anchors = set(re.findall(r'<a id="(r\d+)"></a>', RULES.read_text()))
-    sources = [README, BOTS, RULES, ROOT / "openapi.yaml", *(ROOT / "service").glob("*.py")]
+    sources = [README, BOTS, RULES, ROOT / "openapi.yaml", *(ROOT / "service").rglob("*.py")]
     linked = set()
     for path in sources:
         for anchor in re.findall(r"rules\.md#(r\d+)", path.read_text()):

@@ -210,8 +210,8 @@ def test_a_move_is_read_once_per_worker_whatever_the_spectators(
 def test_the_redis_pool_is_sized_from_the_worker_connection_budget(redis_client) -> None:
     """Each open client connection may have one Redis command in flight: the pool must
     not refuse the 101st (redis-py's default cap), as it did with 200 spectators."""
-    from service.app import create_app
-    from service.redis_client import POOL_HEADROOM
+    from service.http.app import create_app
+    from service.storage.redis_client import POOL_HEADROOM
     from tests.conftest import REDIS_URL
 
     for budget in (50, 3000):

@@ -20,8 +20,8 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
-from service.app import DEFAULTS, create_app
-from service.embedded_redis import find_server_binary, free_port, ping
+from service.http.app import DEFAULTS, create_app
+from service.storage.embedded import find_server_binary, free_port, ping
 from tests.conftest import REDIS_URL
 from tests.test_serve import Serve, kill_leftovers, stop_process, wait_for
 

@@ -30,7 +30,7 @@ import pytest
 import requests
 
 from service.engine import CARD_NAMES, build_record, parse_action, replay
-from service.store import Store
+from service.storage.store import Store
 from tests.conftest import REDIS_URL
 from tests.test_serve import Serve, kill_leftovers
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from service.embedded_redis import free_port
-from service.serve import open_files_needed
+from service.cli.serve import open_files_needed
+from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
 from tests.test_serve import (
     START_TIMEOUT,
@@ -53,7 +53,7 @@ def serve_under(tmp_path: Path) -> Iterator:
 
         with log.open("wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "service.cli", "serve", "--port", str(port),
+                [sys.executable, "-m", "service.cli.main", "serve", "--port", str(port),
                  "--workers", "1", "--no-house-bots"],
                 env={**os.environ, "REDIS_URL": REDIS_URL, **env}, stdout=out, stderr=out,
                 cwd=tmp_path, start_new_session=True, preexec_fn=lower,

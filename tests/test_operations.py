@@ -30,8 +30,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.embedded_redis import free_port
 from service.engine import CARD_NAMES
+from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
 from tests.test_serve import descendants, http_status, kill_leftovers, wait_for
 
@@ -44,7 +44,7 @@ class Service:
     def __init__(self, tmp_path: Path, workers: int = 2, **env: str) -> None:
         self.port = free_port()
         self.log = tmp_path / f"service-{self.port}.log"
-        command = [sys.executable, "-m", "service.cli", "serve", "--port", str(self.port),
+        command = [sys.executable, "-m", "service.cli.main", "serve", "--port", str(self.port),
                    "--workers", str(workers)]
         with self.log.open("wb") as out:
             # no house bots: their accounts and long-polls would count in the checks
@@ -384,7 +384,7 @@ def test_sigterm_answers_waiters_at_once_and_loses_no_acknowledged_action(
     service, key_prefix: str, redis_client
 ) -> None:
     from service.engine import parse_action
-    from service.store import Store
+    from service.storage.store import Store
 
     s = service()
     tables = [new_table(s, seed=100 + i) for i in range(4)]

@@ -29,10 +29,10 @@ from typing import BinaryIO
 
 import pytest
 
-from service.embedded_redis import find_server_binary, free_port, ping
+from service.storage.embedded import find_server_binary, free_port, ping
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = "service.wsgi:app"
+APP = "service.http.wsgi:app"
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 
@@ -176,7 +176,7 @@ class Serve:
         if "REDIS_URL" not in env:
             full_env.pop("REDIS_URL", None)
         command = [
-            sys.executable, "-m", "service.cli", "serve",
+            sys.executable, "-m", "service.cli.main", "serve",
             "--port", str(self.port), "--workers", "1",
             "--data-dir", str(data_dir),
         ]  # fmt: skip
@@ -242,7 +242,7 @@ def test_serve_without_redis_url_starts_embedded_server_and_gunicorn(serve) -> N
     assert resp(port, "CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
     commands = " | ".join(service.seen.values())
     assert "valkey-server" in commands and "gunicorn" in commands, commands
-    assert "gevent" in service.output()  # "Using worker: service.gevent_worker.GeventWorker"
+    assert "gevent" in service.output()  # "Using worker: service.http.gevent_worker.GeventWorker"
 
 
 def test_games_survive_a_restart_with_the_same_data_dir(serve, tmp_path: Path) -> None:
@@ -372,9 +372,9 @@ def test_dockerfile_shape() -> None:
     assert spec["USER"] and spec["USER"][-1] not in ("root", "0")
     assert any("pip install" in run for run in spec["RUN"])
     cmd = exec_form(spec["CMD"][0])
-    assert cmd[:3] == ["gunicorn", "-c", "python:service.gunicorn_conf"] and cmd[-1] == APP
+    assert cmd[:3] == ["gunicorn", "-c", "python:service.http.gunicorn_conf"] and cmd[-1] == APP
     # `allfours serve` runs gunicorn with the same config module and app.
-    from service.serve import GUNICORN_CONFIG, gunicorn_command
+    from service.cli.serve import GUNICORN_CONFIG, gunicorn_command
 
     assert cmd[2] == GUNICORN_CONFIG and gunicorn_command("h", 1, 1)[-1] == APP
     # `--workers N` only when asked: otherwise the config's $WEB_CONCURRENCY (the
@@ -451,8 +451,8 @@ def test_dockerfile_cmd_and_healthcheck_run_against_a_real_redis(
         # Our gevent worker (one send per response), a subclass of gunicorn's.
         from gunicorn.workers.ggevent import GeventWorker
 
-        from service import gunicorn_conf
-        from service.gevent_worker import GeventWorker as Ours
+        from service.http import gunicorn_conf
+        from service.http.gevent_worker import GeventWorker as Ours
 
         assert issubclass(Ours, GeventWorker)
         used = f"Using worker: {gunicorn_conf.worker_class}"
@@ -500,7 +500,7 @@ def test_worker_count_comes_from_web_concurrency_unless_given(monkeypatch) -> No
     alike (the serve command passes --workers only when asked to)."""
     import importlib
 
-    from service import gunicorn_conf
+    from service.http import gunicorn_conf
 
     monkeypatch.setenv("WEB_CONCURRENCY", "3")
     assert importlib.reload(gunicorn_conf).workers == 3
@@ -539,7 +539,7 @@ def test_serve_runs_the_house_bots_and_a_person_gets_a_game_against_them(serve) 
         "house-random", "house-random-partner", "house-random"]
     assert game["move_limit"] and game["status"] == "active"
     processes = descendants(service.proc.pid)
-    assert any("service.house" in c for c in processes.values()), processes
+    assert any("service.arena.house" in c for c in processes.values()), processes
 
     # The house bots play their seats: the game moves on without the person until seat 0
     # is to act (the dealer's left begs or stands first, so at least one house move when
@@ -560,7 +560,7 @@ def test_house_bots_can_be_switched_off(serve) -> None:
     assert "house bots off" in service.output()
     status, problem = _post_json(service.url("/house/games"), {"players": 2})
     assert status == 503 and problem["type"] == "/problems/service-unavailable", problem
-    assert not any("service.house" in c for c in descendants(service.proc.pid).values())
-    from service.cli import build_parser
+    assert not any("service.arena.house" in c for c in descendants(service.proc.pid).values())
+    from service.cli.main import build_parser
 
     assert build_parser().parse_args(["serve", "--no-house-bots"]).no_house_bots is True

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from service.embedded_redis import free_port
+from service.storage.embedded import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 60.0
@@ -24,7 +24,7 @@ def serve(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess
     full_env = {**os.environ, **env}
     if "REDIS_URL" not in env:
         full_env.pop("REDIS_URL", None)
-    command = [sys.executable, "-m", "service.cli", "serve", "--workers", "1", *args]
+    command = [sys.executable, "-m", "service.cli.main", "serve", "--workers", "1", *args]
     return subprocess.run(command, env=full_env, cwd=tmp_path, capture_output=True,
                           text=True, timeout=START_TIMEOUT)
 

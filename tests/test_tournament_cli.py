@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from service.embedded_redis import free_port
+from service.cli.tournament import TournamentCliError, parse_bots
 from service.engine import Variants
-from service.tournament_cli import TournamentCliError, parse_bots
+from service.storage.embedded import free_port
 from tests.test_serve import alive, cmdline, descendants, http_status, stop_process, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,7 +66,7 @@ def run_tournament(args: list[str], cwd: Path, watch: dict[int, str] | None = No
     out, err = cwd / "stdout.txt", cwd / "stderr.txt"
     with out.open("w") as fo, err.open("w") as fe:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "tournament", *args],
+            [sys.executable, "-m", "service.cli.main", "tournament", *args],
             cwd=cwd, env=env or _env(), stdout=fo, stderr=fe, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + timeout
@@ -173,7 +173,7 @@ def running_service(tmp_path: Path):
     log = tmp_path / "serve.log"
     with log.open("wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "serve", "--port", str(port),
+            [sys.executable, "-m", "service.cli.main", "serve", "--port", str(port),
              "--workers", "1", "--data-dir", str(tmp_path / "serve-data")],
             cwd=ROOT, env=_env(ARENA_ADMIN_TOKEN=token, ARENA_LOG_LEVEL="warning"),
             stdout=fh, stderr=fh, start_new_session=True,

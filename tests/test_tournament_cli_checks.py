@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from service.embedded_redis import free_port
+from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
 from tests.test_serve import alive, cmdline, descendants, http_status, stop_process, wait_for
 from tests.test_tournament_cli import ROOT, _env, run_tournament
@@ -60,7 +60,7 @@ def served_on_test_redis(tmp_path: Path, key_prefix: str, redis_client):
                ARENA_LOG_LEVEL="warning", ARENA_HOUSE_BOTS="0")  # no accounts but the test's
     with log.open("wb") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "serve", "--port", str(port),
+            [sys.executable, "-m", "service.cli.main", "serve", "--port", str(port),
              "--workers", "1"],
             cwd=ROOT, env=env, stdout=fh, stderr=fh, start_new_session=True,
         )  # fmt: skip

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from service.embedded_redis import free_port
+from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +42,7 @@ def _healthy(url: str) -> bool:
 
 @pytest.fixture(scope="session")
 def live_url(redis_client, tmp_path_factory) -> Iterator[str]:
-    """Base URL of a real ``gunicorn service.wsgi:app`` against the test Redis."""
+    """Base URL of a real ``gunicorn service.http.wsgi:app`` against the test Redis."""
     prefix = f"aftest:{uuid.uuid4().hex[:12]}:"
     port = free_port()
     env = {
@@ -57,8 +57,8 @@ def live_url(redis_client, tmp_path_factory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("live") / "gunicorn.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "python:service.gunicorn_conf",
-             "--bind", f"127.0.0.1:{port}", "--workers", "2", "service.wsgi:app"],
+            [sys.executable, "-m", "gunicorn", "-c", "python:service.http.gunicorn_conf",
+             "--bind", f"127.0.0.1:{port}", "--workers", "2", "service.http.wsgi:app"],
             cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"

@@ -31,7 +31,7 @@ from clients.api import (
     RetryPolicy,
     View,
 )
-from service.embedded_redis import free_port
+from service.storage.embedded import free_port
 from tests.contract import CONTRACT
 
 ROOT = Path(__file__).resolve().parents[2]

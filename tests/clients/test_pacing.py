@@ -13,7 +13,7 @@ import pytest
 from werkzeug.serving import make_server
 
 from clients.api import ArenaClient, RetryPolicy, _ratelimit
-from service.app import create_app
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 
 

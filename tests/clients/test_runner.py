@@ -20,7 +20,7 @@ import pytest
 from clients.api import ArenaClient, ArenaError, RetryPolicy
 from clients.runner import BotRunner, RunnerStats
 from clients.strategies import RandomStrategy
-from service.embedded_redis import free_port
+from service.storage.embedded import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 JOIN_TIMEOUT = 60.0
@@ -206,7 +206,7 @@ def test_allfours_bot_runs_an_authors_own_class(live_url: str, tmp_path: Path) -
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
     env.pop("ALLFOURS_TOKEN", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "bot", "--strategy", "my_bot:FirstLegal",
+        [sys.executable, "-m", "service.cli.main", "bot", "--strategy", "my_bot:FirstLegal",
          "--server", live_url, "--token", me.token, "--games", "1", "--poll", "1"],
         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -228,7 +228,7 @@ def test_allfours_bot_runs_an_authors_own_class(live_url: str, tmp_path: Path) -
 
 def test_allfours_bot_refuses_an_unknown_strategy(live_url: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "service.cli", "bot", "--strategy", "nope", "--server",
+        [sys.executable, "-m", "service.cli.main", "bot", "--strategy", "nope", "--server",
          live_url, "--token", "x"],
         cwd=ROOT, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
@@ -237,7 +237,7 @@ def test_allfours_bot_refuses_an_unknown_strategy(live_url: str) -> None:
 
 @pytest.mark.parametrize("argv", [["register", "--name", "reg-bot"]])
 def test_allfours_register_prints_a_token(live_url: str, argv: list[str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "service.cli", *argv, "--server", live_url],
+    proc = subprocess.run([sys.executable, "-m", "service.cli.main", *argv, "--server", live_url],
                           cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     bot = json.loads(proc.stdout)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from service.app import create_app
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 
 ADMIN_TOKEN = "test-admin-token"

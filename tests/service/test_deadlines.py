@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from service.deadlines import Sweeper, default_action
+from service.arena.deadlines import Sweeper, default_action
 from service.engine import (
     GIVE_ONE,
     RUN_PACK,

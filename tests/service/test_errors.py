@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from service.app import create_app
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 
 PJ = "application/problem+json"

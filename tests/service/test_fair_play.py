@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from service.app import create_app
 from service.engine.cards import CARD_NAMES, cards_of
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN
 from tests.service.test_retries_and_waiting import _parse_sse

@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 
-from service.app import create_app
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import Api
 
@@ -221,7 +221,7 @@ def test_a_commit_wakes_this_process_waiters_once_without_the_redis_echo(app, ap
     """A change committed by this process reaches its own waiters at the commit (no trip
     through Redis pub/sub), and the listener does not hand them Redis's echo of it again;
     a change committed elsewhere still arrives through the listener."""
-    from service.wakeups import GameMessage
+    from service.storage.wakeups import GameMessage
 
     arena = app.extensions["arena"]
     store = arena.store
@@ -265,8 +265,8 @@ def test_the_game_cache_keeps_a_committers_decoded_state(app, api):
     """When the listener stores a version from its message before the commit that made it
     gets to, the commit's decoded state joins that entry: the next action on the game
     decodes nothing."""
-    from service.store import GameCache
-    from service.wakeups import game_message
+    from service.storage.store import GameCache
+    from service.storage.wakeups import game_message
 
     store = app.extensions["arena"].store
     game_id, _ = api.table(2, seed=5)

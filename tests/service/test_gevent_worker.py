@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service import gunicorn_conf
-from service.gevent_worker import GeventWorker, HeldHeaders
+from service.http import gunicorn_conf
+from service.http.gevent_worker import GeventWorker, HeldHeaders
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.api import JSON_MAX_DEPTH
+from service.http.routes import JSON_MAX_DEPTH
 from tests.service.test_errors import PJ, problem  # noqa: F401 (PJ: a constant some use)
 
 # --- 4: nesting depth -------------------------------------------------------------------------

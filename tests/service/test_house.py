@@ -1,14 +1,14 @@
 """POST /house/games: a person against the house bots (issue 15), over a real Redis.
 
 The house process is stood in for by what it leaves in Redis (its accounts and its
-"alive" key, written by ``service.house`` itself); the end-to-end runs with the real
+"alive" key, written by ``service.arena.house`` itself); the end-to-end runs with the real
 process are in tests/test_serve.py and tests/web/test_person.py.
 """
 
 from __future__ import annotations
 
-from service import house
-from service.store import Store
+from service.arena import house
+from service.storage.store import Store
 from tests.conftest import REDIS_URL
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import redis
 
-from service.app import create_app
-from service.embedded_redis import EmbeddedRedis
+from service.http.app import create_app
+from service.storage.embedded import EmbeddedRedis
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN, Api
 

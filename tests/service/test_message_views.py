@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from service.arena import dumps, game_from_message
-from service.wakeups import game_message
+from service.arena.games import dumps, game_from_message
+from service.storage.wakeups import game_message
 
 
 def _messages(pubsub, want: int) -> list[bytes]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.app import create_app
-from service.embedded_redis import free_port
+from service.http.app import create_app
+from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from service.openapi import spec_yaml
+from service.http.openapi import spec_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_committed_openapi_matches_the_code(app):
     committed = (ROOT / "openapi.yaml").read_text()
     assert spec_yaml(app) == committed, (
-        "openapi.yaml is out of date: run `python -m service.openapi > openapi.yaml`"
+        "openapi.yaml is out of date: run `python -m service.http.openapi > openapi.yaml`"
     )
 
 

@@ -4,7 +4,7 @@ hold the game and its bots forever (issue 15, point 3). Programs' accounts chang
 
 from __future__ import annotations
 
-from service.app import create_app
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN, Api
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from service import limits
-from service.app import create_app
+from service.http import limits
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN
 

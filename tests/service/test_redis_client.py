@@ -1,9 +1,9 @@
-"""The service's Redis client (``service.redis_client``): its cheaper readiness check
+"""The service's Redis client (``service.storage.redis_client``): its cheaper readiness check
 must still see a reply waiting on the connection."""
 
 from __future__ import annotations
 
-from service import redis_client as client_module
+from service.storage import redis_client as client_module
 from tests.conftest import REDIS_URL
 
 

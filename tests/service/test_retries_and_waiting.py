@@ -196,7 +196,7 @@ def _read(resp, n):
 def test_sse_redacted_resume_and_keepalive(key_prefix, api):
     import json
 
-    from service.app import create_app
+    from service.http.app import create_app
     from tests.conftest import REDIS_URL
 
     app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,

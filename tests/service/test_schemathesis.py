@@ -28,8 +28,8 @@ from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.config import SchemathesisConfig
 from schemathesis.generation.meta import GenerationMode
 
-from service import house
-from service.app import create_app
+from service.arena import house
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN
 
@@ -69,7 +69,7 @@ class Arena:
         self.entrants = [bot["id"]] + [c.post("/bots", json={"name": f"e{i}"}).json["id"]
                                        for i in range(3)]
         c.post("/games", json={"players": 2}, headers={"Authorization": f"Bearer {self.token}"})
-        # House bots "running" (their accounts and alive key, as service.house leaves them),
+        # House bots "running" (their accounts and alive key, as service.arena.house leaves them),
         # so POST /house/games answers 201, not 503.
         house.ensure_accounts(self.app.extensions["arena"].store)
         house.beat(self.app.extensions["arena"].store)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from service.embedded_redis import free_port
+from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
 
 
@@ -33,8 +33,8 @@ def service(key_prefix, redis_client):
     env = {**os.environ, "REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
            "ARENA_ADMIN_TOKEN": "proc-admin", "ARENA_RATE_LIMIT": "0"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "python:service.gunicorn_conf",
-         "--bind", f"127.0.0.1:{port}", "--workers", "2", "service.wsgi:app"],
+        [sys.executable, "-m", "gunicorn", "-c", "python:service.http.gunicorn_conf",
+         "--bind", f"127.0.0.1:{port}", "--workers", "2", "service.http.wsgi:app"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"

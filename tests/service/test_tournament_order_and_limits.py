@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from service import ratings
+from service.arena import ratings
 from tests.service.test_tournaments import ADMIN, all_games, auth, check_standings, create, register
 
 
@@ -101,11 +101,11 @@ def test_ratings_take_the_games_in_slot_order_across_tables(client):
 
 def test_every_tiebreak_is_in_the_contract_the_readme_and_the_command_help(client):
     """Issue 16 #4: the standings operation, the README and ``allfours tournament --help``
-    state the whole order (as ``service.tournaments.standings`` sorts) and the rating
+    state the whole order (as ``service.arena.tournaments.standings`` sorts) and the rating
     order; the stated limits are the enforced ones."""
-    from service import schemas
-    from service.api import get_standings
-    from service.tournament_cli import RANKING_HELP
+    from service.cli.tournament import RANKING_HELP
+    from service.http import schemas
+    from service.http.routes import get_standings
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     ranking = readme[readme.index("**Ranking.**"):]
@@ -160,7 +160,7 @@ def test_size_limits_are_refused_under_the_field_that_breaks_them(client):
 
 
 def test_the_largest_tournament_allowed_stays_a_small_document(client):
-    from service.schemas import MAX_TOURNAMENT_GAMES
+    from service.http.schemas import MAX_TOURNAMENT_GAMES
 
     bots = list(register(client, 32))
     t = create(client, dict.fromkeys(bots, ""), format="round_robin", games_per_pairing=2,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from service.app import create_app
+from service.arena.tournaments import round_robin_rounds, swiss_pairs
 from service.engine import apply, parse_action
-from service.tournaments import round_robin_rounds, swiss_pairs
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN
 

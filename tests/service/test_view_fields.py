@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from service.arena import ACTIVE, FINISHED, WAITING, dumps, view_of
+from service.arena.games import ACTIVE, FINISHED, WAITING, dumps, view_of
 from service.engine import Variants, apply, legal_actions, new_game, seat_view, spectator_view
-from service.schemas import TurnAnswer, View
-from service.store import Game
+from service.http.schemas import TurnAnswer, View
+from service.storage.store import Game
 
 SCHEMA = View()
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from service.embedded_redis import free_port
+from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ def _redis() -> Any:
 
 
 class Service:
-    """gunicorn serving service.wsgi:app on a free port, with its own Redis key prefix."""
+    """gunicorn serving service.http.wsgi:app on a free port, with its own Redis key prefix."""
 
     def __init__(self, prefix: str, log: Path) -> None:
         self.port = free_port()
@@ -72,8 +72,8 @@ class Service:
         self.house: subprocess.Popen[bytes] | None = None
         self._out = log.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "python:service.gunicorn_conf",
-             "--bind", f"127.0.0.1:{self.port}", "service.wsgi:app"],
+            [sys.executable, "-m", "gunicorn", "-c", "python:service.http.gunicorn_conf",
+             "--bind", f"127.0.0.1:{self.port}", "service.http.wsgi:app"],
             cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -89,7 +89,7 @@ class Service:
         wait_until(up, 60, "the service to answer /readyz", every=0.2)
         # The house bots, as `allfours serve` runs them: their own process, over HTTP.
         house = self.house = subprocess.Popen(
-            [sys.executable, "-m", "service.house", "--server", self.base],
+            [sys.executable, "-m", "service.arena.house", "--server", self.base],
             cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PKG = ROOT / "service"
+PKG = ROOT / "service" / "http"
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
@@ -84,7 +84,7 @@ def test_pages_fetch_nothing_from_elsewhere():
 
 def test_the_package_ships_every_web_file():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    globs = config["tool"]["setuptools"]["package-data"]["service"]
+    globs = config["tool"]["setuptools"]["package-data"]["service.http"]
     for path in web_files():
         rel = path.relative_to(PKG).as_posix()
         assert any(fnmatch.fnmatch(rel, g) and rel.count("/") == g.count("/") for g in globs), rel

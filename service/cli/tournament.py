@@ -12,7 +12,7 @@ What it does, in order:
    (sized so that the bundled runners never meet them), and gunicorn's log in a file so
    it cannot tear the progress display. It waits for ``/readyz``.
 2. **The entrants.** First the settings are checked against the service's own request
-   schema (``service.schemas.TournamentCreate``: ranges and size limits) and, with
+   schema (``service.http.schemas.TournamentCreate``: ranges and size limits) and, with
    ``--server``, by that service (a ``POST /tournaments`` without entrants, which can never
    create one, answers 403 for a wrong admin token and 422 naming each refused field): a
    refusal names each option and why, and nothing is registered. Then one bot account per
@@ -67,8 +67,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from .embedded_redis import EmbeddedRedis, EmbeddedRedisError, die_with_parent, free_port
-from .serve import _STOP_WAIT, gunicorn_command
+from service.cli.serve import _STOP_WAIT, gunicorn_command
+from service.storage.embedded import EmbeddedRedis, EmbeddedRedisError, die_with_parent, free_port
 
 READY_TIMEOUT = 60.0
 POLL_EVERY = 0.5  # seconds between looks at the tournament
@@ -109,7 +109,7 @@ def parse_bots(spec: str) -> list[tuple[str, str]]:
 
 def check_duplicate(args: argparse.Namespace, entrants: int) -> None:
     """Refuse, before anything is registered, what the service would refuse about
-    duplicate deals (see ``service.tournaments``)."""
+    duplicate deals (see ``service.arena.tournaments``)."""
     if args.duplicate and not args.trusted and entrants < 4:
         raise TournamentCliError(
             f"--duplicate needs at least 4 entrants (two tables a round, so each deal is "
@@ -180,7 +180,7 @@ def check_settings(fmt: str, entrants: int, settings: dict[str, Any]) -> None:
     with stand-in entrant ids."""
     from marshmallow import ValidationError
 
-    from .schemas import TournamentCreate
+    from service.http.schemas import TournamentCreate
 
     body = {**settings, "format": fmt, "entrants": [f"{i:012x}" for i in range(entrants)]}
     try:
@@ -737,7 +737,7 @@ RANKING_HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``allfours tournament`` (the command is wired in ``service.cli``)."""
+    """The options of ``allfours tournament`` (the command is wired in ``service.cli.main``)."""
     p.epilog = RANKING_HELP
     p.add_argument("--bots", default="random,heuristic,search",
                    help="entrants: comma-separated strategies (random, heuristic, search, or "

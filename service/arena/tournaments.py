@@ -105,7 +105,7 @@ tiebreak of the ones before: score, matchpoints, games won, point difference (po
 minus against), all higher first; then rating ordinal (higher first), which can separate
 entrants whose results mirror each other; then bot id (ascending), which cannot tie.
 
-**Ratings** stay OpenSkill over game results (``service.ratings``: each game a win of one
+**Ratings** stay OpenSkill over game results (``service.arena.ratings``: each game a win of one
 entrant over the other; the duplicate comparison does not enter them), updated once per
 game, both per tournament and on the global leaderboard. Sequential updates depend on
 their order (two mirrored results, A then B or B then A, leave different ratings), so the
@@ -134,13 +134,21 @@ from typing import Any
 
 import redis
 
-from . import ratings
-from .arena import ACTIVE, FINISHED, Arena, deadline_for, embargo_key, status_of, turn_bot
-from .engine import Variants, build_record, new_game, team_of
-from .engine.game import MAX_SEED
-from .problems import Problem
-from .schemas import MAX_TOURNAMENT_GAMES, size_errors
-from .store import Game
+from service.arena import ratings
+from service.arena.games import (
+    ACTIVE,
+    FINISHED,
+    Arena,
+    deadline_for,
+    embargo_key,
+    status_of,
+    turn_bot,
+)
+from service.engine import Variants, build_record, new_game, team_of
+from service.engine.game import MAX_SEED
+from service.http.problems import Problem
+from service.http.schemas import MAX_TOURNAMENT_GAMES, size_errors
+from service.storage.store import Game
 
 log = logging.getLogger(__name__)
 

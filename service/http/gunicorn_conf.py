@@ -1,7 +1,8 @@
 """gunicorn settings, shared by ``allfours serve``, the Dockerfile and the benchmark.
 
-Load with ``gunicorn -c python:service.gunicorn_conf service.wsgi:app``; command-line flags
-(``--bind``, ``--workers``) override these values, and so does ``GUNICORN_CMD_ARGS``.
+Load with ``gunicorn -c python:service.http.gunicorn_conf service.http.wsgi:app``;
+command-line flags (``--bind``, ``--workers``) override these values, and so does
+``GUNICORN_CMD_ARGS``.
 
 Why the **gevent** worker class: a bot waiting for its turn holds a request open — a
 long-poll for up to N seconds, or an SSE stream for the whole game. A sync worker spends a
@@ -25,8 +26,8 @@ bind = os.environ.get("ARENA_BIND") or f"0.0.0.0:{os.environ.get('PORT', '8000')
 # workers buy little; gevent gives the concurrency within each worker.
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 # gunicorn's gevent worker, with each response's headers sent along with its body (one
-# write per small response instead of two; see ``service.gevent_worker``).
-worker_class = "service.gevent_worker.GeventWorker"
+# write per small response instead of two; see ``service.http.gevent_worker``).
+worker_class = "service.http.gevent_worker.GeventWorker"
 # Simultaneous open connections per worker (long-polls and streams included).
 worker_connections = int(os.environ.get("ARENA_WORKER_CONNECTIONS", "2000"))
 timeout = 30
@@ -50,11 +51,11 @@ control_socket_disable = True
 def post_worker_init(worker: object) -> None:
     """Every worker runs a deadline sweeper (a greenlet under gevent) next to the app:
     move deadlines are enforced and open tournaments re-checked with no client involved.
-    Several sweepers at once are harmless (see ``service.deadlines``); set
+    Several sweepers at once are harmless (see ``service.arena.deadlines``); set
     ``ARENA_SWEEPER=0`` to run none (e.g. when a separate process runs them)."""
     if os.environ.get("ARENA_SWEEPER", "1") == "0":
         return
-    from service.deadlines import start_sweeper
+    from service.arena.deadlines import start_sweeper
 
     start_sweeper(worker.wsgi)  # type: ignore[attr-defined]
 
@@ -109,9 +110,9 @@ def worker_exit(server: object, worker: object) -> None:
 
 def worker_int(worker: object) -> None:
     """Quick stop (SIGINT, SIGQUIT): the worker exits 0.1 s after this. Waking the open
-    long-polls and streams first (as SIGTERM does, ``service.gevent_worker``) lets them
+    long-polls and streams first (as SIGTERM does, ``service.http.gevent_worker``) lets them
     answer in that moment rather than be cut off."""
-    from service.gevent_worker import shut_down
+    from service.http.gevent_worker import shut_down
 
     shut_down(worker.wsgi)  # type: ignore[attr-defined]
 

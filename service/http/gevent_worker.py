@@ -23,7 +23,7 @@ kernel's listen queue until some open connection ends: a client (a browser's
 should come back. gunicorn's accept pool is ``SHED_SLOTS`` larger than the cap, so the
 refusals themselves have room.
 
-Configured in ``service.gunicorn_conf`` as ``worker_class``; gunicorn's own files are not
+Configured in ``service.http.gunicorn_conf`` as ``worker_class``; gunicorn's own files are not
 touched.
 """
 

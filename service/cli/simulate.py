@@ -6,8 +6,8 @@ import random
 from collections import Counter
 from typing import Any
 
-from .engine import OVER, apply, legal_actions, new_game
-from .engine.variants import Variants
+from service.engine import OVER, apply, legal_actions, new_game
+from service.engine.variants import Variants
 
 ITEM_ORDER = ("kick", "give_one", "high", "low", "jack", "hang_jack", "game")
 

@@ -26,7 +26,7 @@ Default actions (documented in ``openapi.yaml``): the least committal legal choi
   in the order clubs, diamonds, hearts, spades.
 
 The sweeper also re-checks open tournaments every ``REPAIR_S`` seconds (a crash between
-finishing a game and scheduling the next is repaired there; see ``service.tournaments``).
+finishing a game and scheduling the next is repaired there; see ``service.arena.tournaments``).
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from .engine import GIVE_ONE, PLAY, RUN_PACK, STAND, STAND_OR_BEG, State, legal_actions
+from service.engine import GIVE_ONE, PLAY, RUN_PACK, STAND, STAND_OR_BEG, State, legal_actions
 
 if TYPE_CHECKING:
-    from .arena import Arena
-    from .tournaments import Tournaments
+    from service.arena.games import Arena
+    from service.arena.tournaments import Tournaments
 
 log = logging.getLogger(__name__)
 

@@ -56,7 +56,7 @@ else:  # pragma: no cover
 # Redis that is gone or frozen; it was 10 s, and a SIGSTOPped Redis held every request
 # that long (the app's ARENA_REDIS_TIMEOUT).
 COMMAND_TIMEOUT_S = 1.5
-# The pub/sub listener (``service.wakeups``) waits for messages by design: quiet
+# The pub/sub listener (``service.storage.wakeups``) waits for messages by design: quiet
 # stretches must not count as failures. It never waits on its socket's timeout: it polls
 # (``get_message(timeout=...)``, a readiness check with its own timeout) and reads only
 # once data is there, and each waiter waits on its own deadline. So its socket timeout
@@ -65,7 +65,7 @@ COMMAND_TIMEOUT_S = 1.5
 
 
 # Connections a process needs beyond one per open client connection: the pub/sub
-# listener, the deadline sweeper, the event feeds' reads (``service.fanout``), spare.
+# listener, the deadline sweeper, the event feeds' reads (``service.arena.fanout``), spare.
 POOL_HEADROOM = 32
 
 

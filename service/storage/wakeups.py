@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 import redis
 
-from .metrics import REDIS_ERRORS
+from service.metrics import REDIS_ERRORS
 
 log = logging.getLogger(__name__)
 

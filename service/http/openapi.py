@@ -2,7 +2,7 @@
 the marshmallow schemas. ``tests/service/test_openapi.py`` fails when the committed file
 differs from what this writes, so the contract cannot drift.
 
-Regenerate with ``python -m service.openapi > openapi.yaml``.
+Regenerate with ``python -m service.http.openapi > openapi.yaml``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
-from . import limits
-from . import schemas as s
-from .api import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
-from .problems import KINDS
+from service.http import limits
+from service.http import schemas as s
+from service.http.problems import KINDS
+from service.http.routes import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
 
 TITLE = "All Fours Arena"
 VERSION = "0.1.0"
@@ -319,8 +319,8 @@ def spec_yaml(app: Flask) -> str:
 
 
 def main() -> int:
-    """``python -m service.openapi``: print the spec (the app is built without Redis I/O)."""
-    from .app import create_app  # here, not at the top: app imports this module
+    """``python -m service.http.openapi``: print the spec (the app is built without Redis I/O)."""
+    from service.http.app import create_app  # here, not at the top: app imports this module
 
     sys.stdout.write(spec_yaml(create_app()))
     return 0

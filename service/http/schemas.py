@@ -12,10 +12,10 @@ from typing import Any
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
-from .engine import Variants, parse_action
-from .engine.game import MAX_SEED
-from .engine.scoring import ITEMS
-from .engine.state import (
+from service.engine import Variants, parse_action
+from service.engine.game import MAX_SEED
+from service.engine.scoring import ITEMS
+from service.engine.state import (
     BEGGED,
     GAVE_ONE,
     GIVE_ONE_OR_RUN,
@@ -25,8 +25,8 @@ from .engine.state import (
     STAND_OR_BEG,
     STOOD,
 )
-from .engine.variants import DEFAULT_VARIANTS
-from .problems import KINDS
+from service.engine.variants import DEFAULT_VARIANTS
+from service.http.problems import KINDS
 
 ID_PATTERN = r"^[0-9a-f]{12}$"
 CARD_RE = r"^[2-9TJQKA][CDHS]$"

@@ -39,9 +39,9 @@ from typing import Any, NoReturn
 
 from flask import Flask, Response, current_app, request
 
-from . import metrics
-from .problems import Problem
-from .store import PendingHit, Store, pending_hit
+from service import metrics
+from service.http.problems import Problem
+from service.storage.store import PendingHit, Store, pending_hit
 
 # The defaults, sized from the project's own runner at full speed (see the README's
 # configuration section and bench/request_rates.py).

@@ -14,19 +14,21 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from . import api, limits, metrics, observe, redis_client, security_headers, web
-from .arena import Arena
-from .openapi import spec_yaml
-from .problems import register_error_handlers
-from .store import RETRY_GRACE_S, Store, pending_hit
-from .tournaments import Tournaments
+from service import metrics
+from service.arena.games import Arena
+from service.arena.tournaments import Tournaments
+from service.http import limits, observe, pages, routes, security_headers
+from service.http.openapi import spec_yaml
+from service.http.problems import register_error_handlers
+from service.storage import redis_client
+from service.storage.store import RETRY_GRACE_S, Store, pending_hit
 
 DEFAULTS: dict[str, Any] = {
     "REDIS_URL": "redis://127.0.0.1:6379/0",
     "ARENA_KEY_PREFIX": "af:",
     "ARENA_ADMIN_TOKEN": None,  # creating tournaments needs it; unset: nobody may
     # requests per window per bot (or per address without a token), failed
-    # authentications per address, trusted proxies: see service/limits.py; 0: off
+    # authentications per address, trusted proxies: see service/http/limits.py; 0: off
     **limits.DEFAULTS,
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     # seconds a stream's write may take before the stream is dropped (a slow consumer)
@@ -36,10 +38,10 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_PERSON_MOVE_LIMIT": 60.0,
     "ARENA_RETRY_GRACE": RETRY_GRACE_S,  # seconds a finished game's retry memory is kept
     "ARENA_REDIS_TIMEOUT": redis_client.COMMAND_TIMEOUT_S,  # seconds; then 503
-    "MAX_CONTENT_LENGTH": api.MAX_BODY_BYTES,  # bytes, chunked bodies too
+    "MAX_CONTENT_LENGTH": routes.MAX_BODY_BYTES,  # bytes, chunked bodies too
     "ARENA_METRICS_TOKEN": None,  # set: GET /metrics needs Authorization: Bearer <it>
     "ARENA_ACCESS_LOG": "1",  # "0": no JSON access line per request
-    # open connections per worker (gunicorn's worker_connections, service.gunicorn_conf):
+    # open connections per worker (gunicorn's worker_connections, service.http.gunicorn_conf):
     # the Redis pool is sized from it (redis_client.pool_size)
     "ARENA_WORKER_CONNECTIONS": 2000,
 }
@@ -89,8 +91,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     register_error_handlers(app)
     observe.install(app)  # per request: metrics, X-Request-ID, one JSON access line
     metrics.install(app)  # GET /metrics
-    app.register_blueprint(api.bp)
-    app.register_blueprint(web.bp)  # the pages for people: /, /games/{id} (HTML)
+    app.register_blueprint(routes.bp)
+    app.register_blueprint(pages.bp)  # the pages for people: /, /games/{id} (HTML)
     docs = get_swaggerui_blueprint(
         "/docs", "/openapi.yaml",
         # no validator badge: it loads an image from validator.swagger.io

@@ -10,7 +10,7 @@ restarts and their ratings keep accumulating. Their tokens are never stored: eve
 of the house process mints a fresh token per account (the store keeps only its hash, as
 for any bot) and drops the previous one.
 
-**Process.** ``python -m service.house --server URL``: one ``clients.runner.BotRunner``
+**Process.** ``python -m service.arena.house --server URL``: one ``clients.runner.BotRunner``
 thread per account, each an ordinary HTTP client of the service (long-polling its turns,
 rate limited like any bot). ``allfours serve`` starts it beside gunicorn and stops it
 first. While it runs it keeps ``{p}house:alive`` set (expiring after ``ALIVE_TTL_S``); the
@@ -32,9 +32,9 @@ import threading
 import time
 from typing import Any
 
-from .logs import use_json
-from .problems import Problem
-from .store import Store, token_hash
+from service.http.problems import Problem
+from service.logs import use_json
+from service.storage.store import Store, token_hash
 
 STRATEGIES = ("random", "heuristic", "search")
 ROLES = ("opponent", "partner")
@@ -131,8 +131,7 @@ def run(server: str, redis_url: str, prefix: str, workers: int = 4) -> int:
     """Play every house account's games until SIGTERM/SIGINT."""
     from clients.api import ArenaClient
     from clients.runner import BotRunner
-
-    from . import redis_client
+    from service.storage import redis_client
 
     stop = threading.Event()
 
@@ -172,7 +171,7 @@ def run(server: str, redis_url: str, prefix: str, workers: int = 4) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m service.house",
+    parser = argparse.ArgumentParser(prog="python -m service.arena.house",
                                      description="Run the house bots against a service.")
     parser.add_argument("--server", required=True, help="the service's URL")
     parser.add_argument("--workers", type=int, default=4, help="games decided at once per bot")

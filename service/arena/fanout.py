@@ -3,7 +3,7 @@
 A spectator's event stream used to read the game from Redis on every change, and check
 its version on every keep-alive: a move in a game watched by a thousand spectators cost a
 thousand reads at once, each holding a pooled connection. Here each process keeps one
-``Feed`` per watched game: **one** ``Waiter`` on the game's channel (``service.wakeups``)
+``Feed`` per watched game: **one** ``Waiter`` on the game's channel (``service.storage.wakeups``)
 and one pump (a greenlet under gevent, a thread otherwise) that, when the channel says
 the game moved on, reads the game's action log once (``HMGET version log``), replays the
 new actions (``Arena._steps``) and appends their events. Streams wait on the feed, not on
@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import gevent
 
-from .engine import State, redact_event
-from .jsonio import dumps
-from .wakeups import game_message
+from service.engine import State, redact_event
+from service.jsonio import dumps
+from service.storage.wakeups import game_message
 
 if TYPE_CHECKING:
-    from .arena import Arena
-    from .store import Game
+    from service.arena.games import Arena
+    from service.storage.store import Game
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """``allfours serve``: the service under gunicorn, with an embedded Redis when none is given.
 
-Why gunicorn runs as a subprocess (``python -m gunicorn -c python:service.gunicorn_conf``)
+Why gunicorn runs as a subprocess (``python -m gunicorn -c python:service.http.gunicorn_conf``)
 rather than through its Python API: the API turns this process into the gunicorn arbiter,
 which installs its own signal handlers and leaves by ``sys.exit`` — there would be no
 place left to stop the embedded server afterwards. As a subprocess, gunicorn runs exactly
@@ -21,10 +21,10 @@ import tempfile
 from pathlib import Path
 from types import FrameType
 
-from .embedded_redis import EmbeddedRedis, EmbeddedRedisError, die_with_parent
+from service.storage.embedded import EmbeddedRedis, EmbeddedRedisError, die_with_parent
 
-DEFAULT_APP = "service.wsgi:app"
-GUNICORN_CONFIG = "python:service.gunicorn_conf"
+DEFAULT_APP = "service.http.wsgi:app"
+GUNICORN_CONFIG = "python:service.http.gunicorn_conf"
 # gunicorn's own graceful_timeout is 5 s; allow that plus start-up slack before SIGKILL.
 _STOP_WAIT = 15.0
 
@@ -63,8 +63,8 @@ def open_files_needed(env: dict[str, str] | os._Environ[str] | None = None) -> i
     a pooled Redis connection per served one (``redis_client.pool_size``), and
     ``FILE_HEADROOM``. The limit is per process, so ``WEB_CONCURRENCY`` workers each need
     this much, not the sum."""
-    from .gevent_worker import SHED_SLOTS
-    from .redis_client import pool_size
+    from service.http.gevent_worker import SHED_SLOTS
+    from service.storage.redis_client import pool_size
 
     env = os.environ if env is None else env
     cap = int(env.get("ARENA_WORKER_CONNECTIONS") or 2000)
@@ -195,9 +195,9 @@ def serve(
 
 def _start_house_bots(env: dict[str, str], host: str, port: int,
                       wanted: bool | None) -> subprocess.Popen[bytes] | None:
-    """The house bots (``service.house``): a process of their own playing over HTTP, as
+    """The house bots (``service.arena.house``): a process of their own playing over HTTP, as
     any bot would. Off with ``--no-house-bots`` or ``ARENA_HOUSE_BOTS=0``."""
-    from .house import enabled
+    from service.arena.house import enabled
 
     if wanted is False or (wanted is None and not enabled(env)):
         _log("house bots off")
@@ -205,7 +205,7 @@ def _start_house_bots(env: dict[str, str], host: str, port: int,
     server = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     _log("starting the house bots (random, heuristic, search)")
     return subprocess.Popen(
-        [sys.executable, "-m", "service.house", "--server", server],
+        [sys.executable, "-m", "service.arena.house", "--server", server],
         env=env, start_new_session=True, preexec_fn=die_with_parent,
     )
 

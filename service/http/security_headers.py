@@ -4,7 +4,7 @@ The API's answers are JSON, problem+json, YAML and an event stream, none of them
 to be rendered as a page, framed or sniffed into something else; so every answer says
 ``X-Content-Type-Options: nosniff`` and ``X-Frame-Options: DENY``, and carries a
 Content-Security-Policy that allows nothing unless the answer set its own. The pages for
-people (``service.web``) set their own policy, as does the API page at ``/docs``:
+people (``service.http.pages``) set their own policy, as does the API page at ``/docs``:
 swagger-ui's page (from flask-swagger-ui, assets served locally) starts the UI from one
 inline script, which its policy allows by that script's hash (the script holds the page's
 own URL, so the hash is taken from each answer) rather than by ``'unsafe-inline'``;

@@ -7,8 +7,8 @@ import json
 import os
 import sys
 
-from .engine.errors import InvalidVariants
-from .engine.variants import Variants
+from service.engine.errors import InvalidVariants
+from service.engine.variants import Variants
 
 
 def _variants(pairs: list[str]) -> Variants:
@@ -26,7 +26,7 @@ def _variants(pairs: list[str]) -> Variants:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    from .simulate import ITEM_ORDER, simulate
+    from service.cli.simulate import ITEM_ORDER, simulate
 
     result = simulate(args.games, args.players, args.seed, _variants(args.variant))
     if args.json:
@@ -49,7 +49,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from .serve import serve
+    from service.cli.serve import serve
 
     return serve(args.host, args.port, args.workers, args.data_dir, args.app,
                  house_bots=False if args.no_house_bots else None)
@@ -112,7 +112,7 @@ def _cmd_register(args: argparse.Namespace) -> int:
 
 
 def _cmd_tournament(args: argparse.Namespace) -> int:
-    from .tournament_cli import run
+    from service.cli.tournament import run
 
     variants = _variants(args.variant)
     if args.target is not None:
@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.add_argument("--no-house-bots", action="store_true",
                      help="do not run the house bots (also: ARENA_HOUSE_BOTS=0)")
-    srv.add_argument("--app", default="service.wsgi:app", help=argparse.SUPPRESS)
+    srv.add_argument("--app", default="service.http.wsgi:app", help=argparse.SUPPRESS)
     srv.set_defaults(func=_cmd_serve)
     server_default = os.environ.get("ALLFOURS_SERVER", "http://127.0.0.1:8000")
     bot = sub.add_parser(
@@ -193,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--name", required=True)
     reg.add_argument("--server", default=server_default)
     reg.set_defaults(func=_cmd_register)
-    from .tournament_cli import add_arguments as tournament_arguments
+    from service.cli.tournament import add_arguments as tournament_arguments
 
     tour = sub.add_parser(
         "tournament",

@@ -21,8 +21,9 @@ from typing import Any
 
 import gevent
 
-from . import metrics
-from .engine import (
+from service import metrics
+from service.arena.fanout import ALL, Direct, Feed, frame
+from service.engine import (
     IllegalAction,
     InvalidVariants,
     State,
@@ -36,12 +37,11 @@ from .engine import (
     seat_view,
     spectator_view,
 )
-from .engine.record import record_from_events
-from .fanout import ALL, Direct, Feed, frame
-from .jsonio import dumps
-from .problems import Problem
-from .store import Game, Store, commit_time
-from .wakeups import SKIP, GameMessage, Wakeups, game_message, glob_escape
+from service.engine.record import record_from_events
+from service.http.problems import Problem
+from service.jsonio import dumps
+from service.storage.store import Game, Store, commit_time
+from service.storage.wakeups import SKIP, GameMessage, Wakeups, game_message, glob_escape
 
 log = logging.getLogger(__name__)
 
@@ -206,7 +206,7 @@ class Arena:
         # re-check of open tournaments repairs it.
         self.on_finish: list[Callable[[Game], None]] = []
         # game id -> the feed this process's event streams of that game share
-        # (``service.fanout``): one read per change per process, whatever the viewers.
+        # (``service.arena.fanout``): one read per change per process, whatever the viewers.
         self._feeds: dict[str, Feed] = {}
         self._feeds_lock = threading.Lock()
 
@@ -736,7 +736,7 @@ class Arena:
     ) -> dict[str, Any]:
         """Answer when it is the viewer's turn, the game passed ``after``, or it is over.
 
-        Registers with the process's listener (``service.wakeups``) before reading, so a
+        Registers with the process's listener (``service.storage.wakeups``) before reading, so a
         change after the read still wakes us; then blocks on it (no polling). A change
         that gives the turn to another seat is skipped without a read.
         """
@@ -933,7 +933,7 @@ class Arena:
 
         Event ids are ``ply.index`` (the index of the event among those the ply caused),
         so a reconnecting client resumes exactly where it broke off. Events are recomputed
-        by replay, once per process for all its viewers of the game (``service.fanout``);
+        by replay, once per process for all its viewers of the game (``service.arena.fanout``);
         after the backlog the stream waits on that shared feed and sends ``: keep-alive``
         every few seconds while nothing happens (no Redis command while idle). With
         ``sock`` (the client's socket, ``fanout.direct_socket``), what follows the first

@@ -2,7 +2,7 @@
 
 Each view is declared with ``@operation(...)``: the request schemas it loads (so bad input
 becomes a validation problem before the view runs), the one success schema, the errors
-it can answer with, and whether it needs a token. ``service.openapi`` reads the same
+it can answer with, and whether it needs a token. ``service.http.openapi`` reads the same
 declarations to write ``openapi.yaml``, so the contract cannot drift from the code.
 """
 
@@ -20,13 +20,14 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, request
 from marshmallow import Schema, ValidationError
 
-from . import house, limits
-from . import schemas as s
-from .arena import Arena, dumps
-from .export import csv_table
-from .fanout import direct_socket
-from .problems import Problem
-from .tournaments import MAX_GAMES, Tournaments
+from service.arena import house
+from service.arena.export import csv_table
+from service.arena.fanout import direct_socket
+from service.arena.games import Arena, dumps
+from service.arena.tournaments import MAX_GAMES, Tournaments
+from service.http import limits
+from service.http import schemas as s
+from service.http.problems import Problem
 
 bp = Blueprint("api", __name__)
 
@@ -71,7 +72,7 @@ class Operation:
 
 
 def link(operation_id: str, description: str, **parameters: Any) -> dict[str, Any]:
-    """An OpenAPI link: ``operation_id`` (as ``service.openapi`` names operations) with
+    """An OpenAPI link: ``operation_id`` (as ``service.http.openapi`` names operations) with
     each parameter a value or a runtime expression such as ``$response.body#/id``."""
     return {"operationId": operation_id, "parameters": parameters,
             "description": description}

@@ -28,7 +28,7 @@ from typing import Any
 
 from flask import Flask, Response, g, request
 
-from . import logs, metrics
+from service import logs, metrics
 
 REQUEST_ID = "X-Request-ID"
 T0 = "allfours.t0"  # WSGI environ: the request's start (``time.perf_counter``)

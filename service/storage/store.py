@@ -14,7 +14,7 @@ Move deadlines: ``{p}deadlines`` is a sorted set, score = deadline (unix seconds
 service's clock), member = ``{game id}:{version}``. ``COMMIT`` removes the member of the
 version it replaces and adds the new version's deadline in the same script, so the set
 always holds at most one live entry per game and a move made in time voids the old one.
-``CLAIM`` hands due entries to a sweeper (``service.deadlines``).
+``CLAIM`` hands due entries to a sweeper (``service.arena.deadlines``).
 
 Events are not stored: a game is (players, seed, variants, log), so events are recomputed
 by replaying, which keeps a game to a few hundred bytes.
@@ -42,8 +42,8 @@ the game has just become that bot's turn, i.e. joined its turn set, else empty),
 followed, when the change wrote a new state and left the meta as it was, by
 ``:{status}:{deadline or ''}:{updated}:{state json}`` — everything of the new version but
 the meta and the log, so a waiter that knows the meta answers without reading
-(``service.wakeups.game_message``). Each process hears every game channel through one
-listener (``service.wakeups``), which also wakes the bots waiting for a turn in any game
+(``service.storage.wakeups.game_message``). Each process hears every game channel through one
+listener (``service.storage.wakeups``), which also wakes the bots waiting for a turn in any game
 (``GET /bots/me/turns``): one message per change reaches each process, not one per game
 and another per bot.
 
@@ -66,8 +66,8 @@ from typing import Any
 
 import redis
 
-from . import jsonio
-from .engine import State, Variants
+from service import jsonio
+from service.engine import State, Variants
 
 # Seconds the retry memory of a finished game is kept (``ARENA_RETRY_GRACE``): longer than
 # any client's retries (``clients.api.RetryPolicy`` gives up within about a minute) and
@@ -326,7 +326,7 @@ class GameCache:
                 self._games.popitem(last=False)
 
     def heard(self, game_id: str, msg: Any, generation: int) -> None:
-        """A game-channel message (``service.wakeups.GameMessage``, None if unreadable)."""
+        """A game-channel message (``service.storage.wakeups.GameMessage``, None if unreadable)."""
         with self._lock:
             entry = self._games.get(game_id)
             if entry is None:

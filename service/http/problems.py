@@ -19,8 +19,8 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
-from .engine import IllegalAction
-from .metrics import REDIS_ERRORS, count_problem
+from service.engine import IllegalAction
+from service.metrics import REDIS_ERRORS, count_problem
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger(__name__)

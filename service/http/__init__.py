@@ -1,0 +1,3 @@
+"""The HTTP face of the service: routes, schemas, problems, the OpenAPI document, pages,
+and the gunicorn/gevent process that serves them.
+"""
