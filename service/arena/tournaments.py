@@ -135,15 +135,8 @@ from typing import Any
 import redis
 
 from service.arena import ratings
-from service.arena.games import (
-    ACTIVE,
-    FINISHED,
-    Arena,
-    deadline_for,
-    embargo_key,
-    status_of,
-    turn_bot,
-)
+from service.arena.games import Arena
+from service.arena.status import ACTIVE, FINISHED, deadline_for, embargo_key, status_of, turn_bot
 from service.engine import Variants, build_record, new_game, team_of
 from service.engine.game import MAX_SEED
 from service.http.problems import Problem

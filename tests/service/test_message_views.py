@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from service.arena.games import dumps, game_from_message
+from service.arena.waiting import game_from_message
+from service.jsonio import dumps
 from service.storage.wakeups import game_message
 
 

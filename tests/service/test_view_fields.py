@@ -8,9 +8,11 @@ from typing import Any
 
 import pytest
 
-from service.arena.games import ACTIVE, FINISHED, WAITING, dumps, view_of
+from service.arena.games import view_of
+from service.arena.status import ACTIVE, FINISHED, WAITING
 from service.engine import Variants, apply, legal_actions, new_game, seat_view, spectator_view
 from service.http.schemas import TurnAnswer, View
+from service.jsonio import dumps
 from service.storage.store import Game
 
 SCHEMA = View()
