@@ -27,6 +27,12 @@ nothing about a tournament lives outside Redis. At most ``parallel`` games of on
 tournament are being played at once (a finished game waiting for the other tables of its
 deal does not count); games are created in slot order.
 
+**Knockout** (``service.arena.knockout``): single elimination, seeded by the leaderboard's
+rating ordinal, byes to the top seeds; each round is made when the previous one is
+decided, from the winners, through ``round_slots`` like any round (so its deals are shared
+and embargoed the same way); a level match gets tiebreak games appended to its round
+before the round counts as complete. The bracket lives in this document.
+
 **Rounds.** Round robin: all rounds are fixed at creation by the circle method (each
 entrant plays at most once per round; with an odd number, one sits out — a bye). Swiss:
 each round is paired when the previous one is complete, by the current standings,
