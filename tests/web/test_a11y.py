@@ -193,6 +193,16 @@ def test_a_knockouts_page_shows_its_bracket(browser, service, pages) -> None:
         assert places == ["1", "2", "3-4", "3-4"]
     finally:
         pg.context.close()
+    pg = new_page(browser, service, PHONE)  # on a phone every shown column fits
+    try:
+        pg.goto(pages["knockout"])
+        pg.locator("#standings tbody tr").first.wait_for()
+        widths = pg.eval_on_selector("#standings", "w => [w.scrollWidth, w.clientWidth]")
+        assert widths[0] <= widths[1] + 1, widths
+        cell = box(pg, "#standings tbody tr [data-col=ordinal]")
+        assert cell["w"] > 0 and cell["x"] + cell["w"] <= PHONE["width"], cell
+    finally:
+        pg.context.close()
 
 
 def test_the_replay_bar_on_a_phone_covers_no_seat_and_keeps_its_buttons_on_one_line(

@@ -23,10 +23,10 @@ function standingsTable(st, names) {
   const cols = ["#", "Bot", "Score", "Matchpoints", "Played", "Won", "Lost", "Hands won", "Points ±", "Timeouts", "Rating (μ ± σ)", "Ordinal"];
   const optional = new Set([3, 5, 6, 7, 8, 9]); // hidden on phones (won, lost: in the score)
   const head = el("tr", {}, knockout ? el("th", { scope: "col", text: "Place" }) : null,
-    cols.map((c, i) => el("th", { scope: "col", class: `${i >= 2 ? "num" : ""}${optional.has(i) ? " opt" : ""}${i === 10 ? " nocaps" : ""}`, text: c })));
+    cols.map((c, i) => el("th", { scope: "col", class: `${i >= 2 ? "num" : ""}${optional.has(i) || (knockout && i === 0) ? " opt" : ""}${i === 10 ? " nocaps" : ""}`, text: c })));
   const rows = st.items.map((r) => el("tr", { dataset: { botId: r.bot_id, rank: String(r.rank) } },
     knockout ? el("td", { dataset: { col: "place" }, text: r.place || "still in" }) : null,
-    el("td", { text: String(r.rank) }),
+    el("td", { class: knockout ? "opt" : null, text: String(r.rank) }), // on a phone the place says it
     el("td", { class: "bot", text: r.bot_name || names[r.bot_id] || r.bot_id }),
     el("td", { class: "num", dataset: { col: "score" }, text: String(r.score) }),
     // duplicate deals compared across tables, out of the most possible
