@@ -16,6 +16,10 @@ from typing import Any
 import pytest
 
 from service.arena import knockout
+from service.http.app import create_app
+from tests.conftest import REDIS_URL
+from tests.service.conftest import ADMIN_TOKEN
+from tests.service.test_fair_play import Tournament
 from tests.service.test_tournaments import ADMIN, FAST, all_games, auth, register
 
 Chooser = Callable[[str, list[str]], str]
@@ -342,3 +346,27 @@ def test_knockout_settings_outside_the_limits_are_refused_with_the_field(client,
     r = client.post("/tournaments", json=full, headers=ADMIN)
     assert r.status_code == 422 and r.content_type == "application/problem+json", r.json
     assert field in r.json["errors"] and said in r.json["errors"][field][0], r.json
+
+
+@pytest.fixture
+def fair_app(key_prefix):
+    # as test_fair_play's: a short keep-alive, so a live game's stream is read to it
+    return create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                       "ARENA_RATE_LIMIT": 0, "ARENA_ADMIN_TOKEN": ADMIN_TOKEN,
+                       "ARENA_SSE_KEEPALIVE": 0.01, "TESTING": True})
+
+
+def test_no_knockout_entrant_reads_a_card_hidden_from_it(fair_app):
+    """The fair-play check of every format (tests/service/test_fair_play.py) on a knockout
+    of 8 at uneven speeds: at many moments everything each entrant can read is collected,
+    and none of it shows a card hidden from it in a live game, or the game's seed."""
+    tour = Tournament(fair_app, 8, seed=23, format="knockout", players=2,
+                      games_per_pairing=2, parallel=5)
+    t = tour.run()
+    assert tour.moments >= 10 and tour.checked >= 30, (tour.moments, tour.checked)
+    assert tour.embargoes_met > 0  # a table over while its deal was still played elsewhere
+    assert t["bracket"]["champion"]
+    seen: dict[int, list[str]] = {}
+    for g in tour.games():
+        seen.setdefault(g.meta["seed"], []).extend(set(g.seats))
+    assert all(len(v) == len(set(v)) for v in seen.values()), "an entrant saw a deal twice"
