@@ -429,7 +429,7 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         for b in rnd["byes"] if round_complete(rnd) else ():
             rows[b]["byes"] += 1
             rows[b]["score"] += 1.0
-        matches: dict[int, list[dict[str, Any]]] = {}  # by pairing
+        matches: dict[int, list[dict[str, Any]]] = {}
         deals: dict[int, list[dict[str, Any]]] = {}
         for slot in rnd["slots"]:
             matches.setdefault(slot["pairing"], []).append(slot)
