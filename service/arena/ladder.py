@@ -368,7 +368,7 @@ class Ladders:
             "players": lad.players, "seed": match["seed"], "variants": lad.variants,
             "seats": seats, "names": [names.get(s or "", "") for s in seats],
             "created": int(time.time()), "creator": None, "move_limit": lad.move_limit,
-            "ladder": {"name": lad.name, "match": mid},
+            "ladder": {"name": lad.name, "match": mid, "claimed": match["at"]},
         }
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status))
