@@ -26,9 +26,11 @@ when claimed, the game once created), ``:ratings`` (hash bot -> JSON mu, sigma, 
 wins, form), ``:results`` (list, every rated game in rating order, to replay) and
 ``:history:<bot>`` (list, newest first: the bot's games with its rating before and after).
 
-**Exactly once, across processes.** Every change of a ladder is an optimistic transaction
-on its keys (WATCH the entries and matches, read, decide, MULTI/EXEC); a concurrent change
-by any other process aborts it and it is decided again from fresh data. Three steps:
+**Exactly once, across processes.** Every change of a ladder is optimistic: read, decide,
+then one Lua script (``CAS``) applies the writes only if every hash field the decision
+read (a bot's entry, a match, a rating) still holds what was read — else nothing is
+written and the change is decided again from fresh reads. Per field, not per key, so a
+bot joining does not void a claim of two others. Three steps:
 
 1. *Claim* (matchmaker): waiting bots become ``matched`` in a new match, atomically, so
    no bot is claimed twice and a bot in a match is never waiting.
@@ -170,6 +172,91 @@ def _dump(x: Any) -> str:
     return json.dumps(x, separators=(",", ":"))
 
 
+# --- compare-and-set over one ladder's keys ---------------------------------------------------
+
+# KEYS: the keys a change touches (one ladder's: one hash tag). ARGV[1]: JSON
+# {"expect": [[k, field, value or false]], "ops": [[op, k, a, b]]} with k an index into KEYS.
+# Applies every op only if every expected hash field still holds what was read (false: was
+# absent); returns 1, else 0 and changes nothing.
+CAS = """
+local d = cjson.decode(ARGV[1])
+for _, e in ipairs(d.expect) do
+  local v = redis.call('HGET', KEYS[e[1]], e[2])
+  if e[3] == false then
+    if v then return 0 end
+  elseif v ~= e[3] then
+    return 0
+  end
+end
+for _, o in ipairs(d.ops) do
+  if o[1] == 'hset' then redis.call('HSET', KEYS[o[2]], o[3], o[4])
+  elseif o[1] == 'hdel' then redis.call('HDEL', KEYS[o[2]], o[3])
+  elseif o[1] == 'rpush' then redis.call('RPUSH', KEYS[o[2]], o[3])
+  elseif o[1] == 'lpush' then redis.call('LPUSH', KEYS[o[2]], o[3]) end
+end
+return 1
+"""
+
+
+class Tx:
+    """One optimistic change of a ladder: reads record what they saw (per hash field), and
+    ``commit`` applies the queued writes only if those fields are unchanged (``CAS``). Per
+    field, not per key: a bot joining does not void a claim of two other bots, and two
+    games of different bots settle side by side. ``multi`` is a no-op kept so a decision
+    reads as "read, then write"."""
+
+    def __init__(self, r: redis.Redis, script: Any) -> None:
+        self.r = r
+        self.script = script
+        self.keys: list[str] = []
+        self.expects: list[list[Any]] = []
+        self.ops: list[list[Any]] = []
+
+    def _k(self, key: str) -> int:
+        if key not in self.keys:
+            self.keys.append(key)
+        return self.keys.index(key) + 1
+
+    def expect(self, key: str, field_: str, value: bytes | None) -> None:
+        self.expects.append([self._k(key), field_, value.decode() if value else False])
+
+    def hget(self, key: str, field_: str) -> bytes | None:
+        v = self.r.hget(key, field_)
+        self.expect(key, field_, v)
+        return v
+
+    def hmget(self, key: str, fields_: list[str]) -> list[bytes | None]:
+        vs = self.r.hmget(key, fields_)
+        for f, v in zip(fields_, vs, strict=True):
+            self.expect(key, f, v)
+        return vs
+
+    def hgetall(self, key: str) -> dict[bytes, bytes]:
+        """Read without expectations: call ``expect`` for the fields the change relies on."""
+        return self.r.hgetall(key)
+
+    def multi(self) -> None:
+        pass
+
+    def hset(self, key: str, field_: str, value: str) -> None:
+        self.ops.append(["hset", self._k(key), field_, value])
+
+    def hdel(self, key: str, field_: str) -> None:
+        self.ops.append(["hdel", self._k(key), field_])
+
+    def rpush(self, key: str, value: str) -> None:
+        self.ops.append(["rpush", self._k(key), value])
+
+    def lpush(self, key: str, value: str) -> None:
+        self.ops.append(["lpush", self._k(key), value])
+
+    def commit(self) -> bool:
+        if not self.ops:
+            return True
+        arg = json.dumps({"expect": self.expects, "ops": self.ops}, separators=(",", ":"))
+        return int(self.script(keys=self.keys, args=[arg])) == 1
+
+
 # --- the service ---------------------------------------------------------------------------
 
 
@@ -187,6 +274,7 @@ class Ladders:
                                              DEFAULTS["ARENA_LADDER_PAUSE_TIMEOUTS"]))
         self.rematch_wait = float(config.get("ARENA_LADDER_REMATCH_WAIT",
                                              DEFAULTS["ARENA_LADDER_REMATCH_WAIT"]))
+        self._cas = self.r.register_script(CAS)
         arena.on_finish.append(self._game_finished)
 
     # --- keys: one hash tag per ladder ------------------------------------------------------
@@ -221,23 +309,15 @@ class Ladders:
         raw = self.r.hget(self.k_entries(name), bot)
         return json.loads(raw) if raw else None
 
-    def _transact(self, name: str, decide: Any, watch_ratings: bool = False) -> Any:
-        """Run ``decide(pipe)`` under WATCH of the ladder's entries and matches (and
-        ratings); ``decide`` reads with the pipe, then calls ``pipe.multi()`` and queues
-        writes, or returns without. Retried from fresh reads when another process wrote."""
-        keys = [self.k_entries(name), self.k_matches(name)]
-        if watch_ratings:
-            keys.append(self.k_ratings(name))
+    def _transact(self, name: str, decide: Any) -> Any:
+        """Run ``decide(tx)`` (reads, then queued writes) and commit it (``Tx``); when
+        another change got in first, decide again from fresh reads."""
         for _ in range(ATTEMPTS):
-            try:
-                with self.r.pipeline(transaction=True) as pipe:
-                    pipe.watch(*keys)
-                    out = decide(pipe)
-                    if pipe.explicit_transaction:
-                        pipe.execute()
-                    return out
-            except redis.WatchError:
-                time.sleep(random.uniform(0.001, 0.01))
+            tx = Tx(self.r, self._cas)
+            out = decide(tx)
+            if tx.commit():
+                return out
+            time.sleep(random.uniform(0.0005, 0.005))
         raise Problem("service-unavailable", "too much contention on the ladder; retry",
                       headers={"Retry-After": "1"})
 
@@ -247,8 +327,8 @@ class Ladders:
         self.ladder(name)
         now = time.time()
 
-        def decide(pipe: Any) -> None:
-            raw = pipe.hget(self.k_entries(name), bot)
+        def decide(tx: Tx) -> None:
+            raw = tx.hget(self.k_entries(name), bot)
             entry = json.loads(raw) if raw else {"bot": bot, "last": None, "game": None,
                                                  "match": None}
             entry["games_left"] = games
@@ -261,8 +341,8 @@ class Ladders:
             elif entry.get("state") in (None, OFF, PAUSED):
                 entry["state"] = WAITING
                 entry["since"] = now
-            pipe.multi()
-            pipe.hset(self.k_entries(name), bot, _dump(entry))
+            tx.multi()
+            tx.hset(self.k_entries(name), bot, _dump(entry))
 
         self._transact(name, decide)
         return self.entry(name, bot)
@@ -271,8 +351,8 @@ class Ladders:
         """Stop matching ``bot``; a game it is in is played out (and rated)."""
         self.ladder(name)
 
-        def decide(pipe: Any) -> None:
-            raw = pipe.hget(self.k_entries(name), bot)
+        def decide(tx: Tx) -> None:
+            raw = tx.hget(self.k_entries(name), bot)
             if not raw:
                 return
             entry = json.loads(raw)
@@ -280,8 +360,8 @@ class Ladders:
                 entry["state"] = OFF
             elif entry["state"] in (MATCHED, PLAYING):
                 entry["leaving"] = True
-            pipe.multi()
-            pipe.hset(self.k_entries(name), bot, _dump(entry))
+            tx.multi()
+            tx.hset(self.k_entries(name), bot, _dump(entry))
 
         self._transact(name, decide)
         return self.entry(name, bot)
@@ -289,10 +369,10 @@ class Ladders:
     def entry(self, name: str, bot: str) -> dict[str, Any]:
         """A bot's queue state on one ladder, as ``schemas.LadderEntry``."""
         self.ladder(name)
-        pipe = self.r.pipeline(transaction=False)
-        pipe.hget(self.k_entries(name), bot)
-        pipe.hget(self.k_ratings(name), bot)
-        raw, rraw = pipe.execute()
+        batch = self.r.pipeline(transaction=False)
+        batch.hget(self.k_entries(name), bot)
+        batch.hget(self.k_ratings(name), bot)
+        raw, rraw = batch.execute()
         entry = json.loads(raw) if raw else {"state": OFF}
         rating = json.loads(rraw) if rraw else {**ratings.initial(), "games": 0, "wins": 0}
         state = entry["state"]
@@ -319,31 +399,32 @@ class Ladders:
         now = time.time() if now is None else now
         claimed: list[tuple[str, dict[str, Any]]] = []
 
-        def decide(pipe: Any) -> None:
+        def decide(tx: Tx) -> None:
             claimed.clear()
-            entries = {k.decode(): json.loads(v)
-                       for k, v in pipe.hgetall(self.k_entries(name)).items()}
+            raw_entries = {k.decode(): v for k, v in tx.hgetall(self.k_entries(name)).items()}
+            entries = {k: json.loads(v) for k, v in raw_entries.items()}
             waiting = [e for e in entries.values() if e["state"] == WAITING]
             if len(waiting) < 2:
                 return
-            rates = pipe.hmget(self.k_ratings(name), [e["bot"] for e in waiting])
+            rates = self.r.hmget(self.k_ratings(name), [e["bot"] for e in waiting])
             pool = [{"bot": e["bot"], "since": e["since"], "last": e.get("last"),
                      "ordinal": ordinal(json.loads(r)) if r else 0.0}
                     for e, r in zip(waiting, rates, strict=True)]
             pairs = pair_up(pool, now, self.rematch_wait)
             if not pairs:
                 return
-            pipe.multi()
+            tx.multi()
             for a, b in pairs:
                 mid = secrets.token_hex(6)
                 sides = [a, b] if secrets.randbelow(2) else [b, a]
                 match = {"id": mid, "sides": sides, "seed": secrets.randbelow(MAX_SEED + 1),
                          "at": now, "game": None}
                 for bot in sides:
+                    tx.expect(self.k_entries(name), bot, raw_entries[bot])  # still waiting
                     entries[bot].update(state=MATCHED, match=mid, busy=True, game=None)
                     entries[bot]["waited"] = now - entries[bot]["since"]
-                    pipe.hset(self.k_entries(name), bot, _dump(entries[bot]))
-                pipe.hset(self.k_matches(name), mid, _dump(match))
+                    tx.hset(self.k_entries(name), bot, _dump(entries[bot]))
+                tx.hset(self.k_matches(name), mid, _dump(match))
                 claimed.append((mid, match))
 
         self._transact(name, decide)
@@ -373,22 +454,22 @@ class Ladders:
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status))
 
-        def bind(pipe: Any) -> bool:
-            entries = pipe.hmget(self.k_entries(lad.name), match["sides"])
-            raw = pipe.hget(self.k_matches(lad.name), mid)
+        def bind(tx: Tx) -> bool:
+            entries = tx.hmget(self.k_entries(lad.name), match["sides"])
+            raw = tx.hget(self.k_matches(lad.name), mid)
             if raw is None or json.loads(raw).get("game"):
                 return False
             m = json.loads(raw)
             m["game"] = game.id
-            pipe.multi()
-            pipe.hset(self.k_matches(lad.name), mid, _dump(m))
+            tx.multi()
+            tx.hset(self.k_matches(lad.name), mid, _dump(m))
             for bot, eraw in zip(match["sides"], entries, strict=True):
                 e = json.loads(eraw) if eraw else None
                 if e is not None and e.get("match") == mid:
                     e["game"] = game.id
                     if e["state"] == MATCHED:
                         e["state"] = PLAYING
-                    pipe.hset(self.k_entries(lad.name), bot, _dump(e))
+                    tx.hset(self.k_entries(lad.name), bot, _dump(e))
             return True
 
         if not self._transact(lad.name, bind):
@@ -436,14 +517,14 @@ class Ladders:
         now = time.time()
         rated = [False]
 
-        def decide(pipe: Any) -> None:
+        def decide(tx: Tx) -> None:
             rated[0] = False
-            raw = pipe.hget(self.k_matches(name), mid)
+            raw = tx.hget(self.k_matches(name), mid)
             if raw is None or json.loads(raw).get("game") != gid:
                 return
             sides = match["sides"]
-            entries = pipe.hmget(self.k_entries(name), sides)
-            rates = pipe.hmget(self.k_ratings(name), sides)
+            entries = tx.hmget(self.k_entries(name), sides)
+            rates = tx.hmget(self.k_ratings(name), sides)
             rs = [json.loads(r) if r else {**ratings.initial(), "games": 0, "wins": 0,
                                            "form": ""} for r in rates]
             w, lo = winner_team, 1 - winner_team
@@ -451,19 +532,19 @@ class Ladders:
             nw, nl = ratings.rate(rs[w], rs[lo])
             new[w].update(nw)
             new[lo].update(nl)
-            pipe.multi()
-            pipe.hdel(self.k_matches(name), mid)
+            tx.multi()
+            tx.hdel(self.k_matches(name), mid)
             result = {"game_id": gid, "at": now, "sides": sides, "winner": sides[w],
                       "scores": scores}
-            pipe.rpush(self.k_results(name), _dump(result))
+            tx.rpush(self.k_results(name), _dump(result))
             for i, bot in enumerate(sides):
                 won = i == w
                 r = new[i]
                 r["games"] = rs[i]["games"] + 1
                 r["wins"] = rs[i]["wins"] + (1 if won else 0)
                 r["form"] = (rs[i].get("form", "") + ("W" if won else "L"))[-FORM:]
-                pipe.hset(self.k_ratings(name), bot, _dump(r))
-                pipe.lpush(self.k_history(name, bot), _dump({
+                tx.hset(self.k_ratings(name), bot, _dump(r))
+                tx.lpush(self.k_history(name, bot), _dump({
                     "game_id": gid, "finished": now, "opponent": sides[1 - i],
                     "won": won, "team": i, "scores": [scores[i], scores[1 - i]],
                     "timeouts": outs.get(bot, 0),
@@ -484,10 +565,10 @@ class Ladders:
                     e.update(state=OFF, leaving=False)
                 else:
                     e.update(state=WAITING, since=now)
-                pipe.hset(self.k_entries(name), bot, _dump(e))
+                tx.hset(self.k_entries(name), bot, _dump(e))
             rated[0] = True
 
-        self._transact(name, decide, watch_ratings=True)
+        self._transact(name, decide)
         return rated[0]
 
     def _pause_reason(self, n: int, gid: str) -> str:
@@ -495,9 +576,9 @@ class Ladders:
                 f"{self.pause_timeouts} in one game); join again to resume")
 
     def _pause(self, name: str, mid: str, late: dict[str, int], gid: str) -> None:
-        def decide(pipe: Any) -> None:
+        def decide(tx: Tx) -> None:
             bots = list(late)
-            entries = pipe.hmget(self.k_entries(name), bots)
+            entries = tx.hmget(self.k_entries(name), bots)
             todo = []
             for bot, raw in zip(bots, entries, strict=True):
                 e = json.loads(raw) if raw else None
@@ -507,22 +588,22 @@ class Ladders:
                     e["reason"] = self._pause_reason(late[bot], gid)
                     todo.append((bot, e))
             if todo:
-                pipe.multi()
+                tx.multi()
                 for bot, e in todo:
-                    pipe.hset(self.k_entries(name), bot, _dump(e))
+                    tx.hset(self.k_entries(name), bot, _dump(e))
 
         self._transact(name, decide)
 
     def _cancel(self, name: str, mid: str) -> None:
         """An unbound match whose creator is gone: its bots wait again."""
-        def decide(pipe: Any) -> None:
-            raw = pipe.hget(self.k_matches(name), mid)
+        def decide(tx: Tx) -> None:
+            raw = tx.hget(self.k_matches(name), mid)
             if raw is None or json.loads(raw).get("game"):
                 return
             sides = json.loads(raw)["sides"]
-            entries = pipe.hmget(self.k_entries(name), sides)
-            pipe.multi()
-            pipe.hdel(self.k_matches(name), mid)
+            entries = tx.hmget(self.k_entries(name), sides)
+            tx.multi()
+            tx.hdel(self.k_matches(name), mid)
             for bot, eraw in zip(sides, entries, strict=True):
                 e = json.loads(eraw) if eraw else None
                 if e is None or e.get("match") != mid:
@@ -530,7 +611,7 @@ class Ladders:
                 e.update(match=None, busy=False, game=None)
                 if e["state"] == MATCHED:
                     e["state"] = OFF if e.get("leaving") else WAITING
-                pipe.hset(self.k_entries(name), bot, _dump(e))
+                tx.hset(self.k_entries(name), bot, _dump(e))
 
         self._transact(name, decide)
 
@@ -599,10 +680,10 @@ class Ladders:
             raise Problem("not-found", "no such bot")
         start = cursor or 0
         key = self.k_history(name, bot)
-        pipe = self.r.pipeline(transaction=False)
-        pipe.lrange(key, start, start + limit - 1)
-        pipe.llen(key)
-        rows, total = pipe.execute()
+        batch = self.r.pipeline(transaction=False)
+        batch.lrange(key, start, start + limit - 1)
+        batch.llen(key)
+        rows, total = batch.execute()
         rows = [json.loads(x) for x in rows]
         names = self.store.bot_names([x["opponent"] for x in rows])
         items = [{
