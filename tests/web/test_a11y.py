@@ -75,6 +75,7 @@ def pages(service) -> Iterator[dict[str, str]]:
         "play-before-seat": f"/games/{live['id']}/play",
         "tournament": f"/tournaments/{t['id']}",
         "unknown-game": "/games/000000000000",
+        "bot": f"/bots/{made[0][0]}",
     }
     for p in players:
         p.stop()
@@ -89,6 +90,7 @@ READY = {
     "play-before-seat": "#felt .seat",
     "tournament": "body[data-loaded=true]",
     "unknown-game": "body[data-failed=true]",
+    "bot": "body[data-loaded=true]",
 }
 
 
