@@ -307,6 +307,7 @@ class Arena(Waiting):
             "winner": state.winner,
             "move_limit": game.meta.get("move_limit"),
             "tournament": (game.meta.get("tournament") or {}).get("id"),
+            "ladder": (game.meta.get("ladder") or {}).get("name"),
             "updated_at": game.updated,
         }
 

@@ -23,7 +23,8 @@ Which bot takes team 0 is drawn at random.
 Cluster puts them in one slot, so each step below is one MULTI/EXEC there too):
 ``:entries`` (hash bot -> JSON entry), ``:matches`` (hash match id -> JSON: sides, seed,
 when claimed, the game once created), ``:ratings`` (hash bot -> JSON mu, sigma, games,
-wins, form), ``:results`` (list, every rated game in rating order, to replay) and
+wins, form), ``:results`` (list, the newest ``RESULTS_KEPT`` rated games in rating
+order, to replay) and
 ``:history:<bot>`` (list, newest first: the bot's games with its rating before and after).
 
 **Exactly once, across processes.** Every change of a ladder is optimistic: read, decide,
@@ -81,6 +82,7 @@ WIDEN_PER_S = 1.0  # ... plus this much per second waited
 CLAIM_LEASE_S = 30.0  # an unbound match older than this is cancelled (its creator died)
 PASS_S = 0.25  # how often a matchmaker looks at the queue
 FORM = 10  # results kept in "form"
+RESULTS_KEPT = 100_000  # the ladder's list of results (for replays) keeps the newest
 ATTEMPTS = 100
 
 DEFAULTS: dict[str, Any] = {
@@ -192,7 +194,8 @@ for _, o in ipairs(d.ops) do
   if o[1] == 'hset' then redis.call('HSET', KEYS[o[2]], o[3], o[4])
   elseif o[1] == 'hdel' then redis.call('HDEL', KEYS[o[2]], o[3])
   elseif o[1] == 'rpush' then redis.call('RPUSH', KEYS[o[2]], o[3])
-  elseif o[1] == 'lpush' then redis.call('LPUSH', KEYS[o[2]], o[3]) end
+  elseif o[1] == 'lpush' then redis.call('LPUSH', KEYS[o[2]], o[3])
+  elseif o[1] == 'ltrim' then redis.call('LTRIM', KEYS[o[2]], o[3], o[4]) end
 end
 return 1
 """
@@ -249,6 +252,9 @@ class Tx:
 
     def lpush(self, key: str, value: str) -> None:
         self.ops.append(["lpush", self._k(key), value])
+
+    def ltrim(self, key: str, start: int, stop: int) -> None:
+        self.ops.append(["ltrim", self._k(key), start, stop])
 
     def commit(self) -> bool:
         if not self.ops:
@@ -537,6 +543,7 @@ class Ladders:
             result = {"game_id": gid, "at": now, "sides": sides, "winner": sides[w],
                       "scores": scores}
             tx.rpush(self.k_results(name), _dump(result))
+            tx.ltrim(self.k_results(name), -RESULTS_KEPT, -1)
             for i, bot in enumerate(sides):
                 won = i == w
                 r = new[i]

@@ -371,6 +371,8 @@ class GameSummary(Out):
                               metadata={"description": "seconds per decision, or null"})
     tournament = fields.Str(required=True, allow_none=True,
                             metadata={"description": "the tournament's id, if any"})
+    ladder = fields.Str(required=True, allow_none=True, metadata={
+        "description": "the ladder's name, if it is a rated ladder game (`/ladders/{name}`)"})
     updated_at = fields.Float(
         required=True, allow_none=True,
         metadata={"description": "unix seconds (the service's clock) of the last change"},

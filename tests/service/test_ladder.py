@@ -316,3 +316,28 @@ def test_pair_up_rule():
     assert pair_up([w("a", 0, 999, "b"), w("b", 0, 999, "a")], now, 3) == []
     assert pair_up([w("a", 0, 990, "b"), w("b", 0, 990, "a")], now, 3) == [("a", "b")]
     assert pair_up([w("a", 0)], now, 0) == []
+
+
+def test_a_game_that_ended_unrated_is_rated_once_by_a_restarted_service(api, lad, app, key_prefix):
+    """The process that played the last move died before rating it (its hook never ran):
+    the matchmaker of a service started afresh on the same Redis finds the finished game
+    and rates it, once."""
+    bots = dict(api.bot(n) for n in ("a", "b"))
+    for token in bots.values():
+        join(api, token, games=1)
+    [gid] = lad.pass_once()
+    assert api.c.get("/games?status=active").json["items"][0]["ladder"] == "quick"
+    app.extensions["arena"].on_finish.remove(lad._game_finished)
+    play_game(api, gid, bots, random.Random(9))
+    assert lad.results("quick") == []  # nobody rated it
+    assert {entry(api, t)["state"] for t in bots.values()} == {"playing"}
+    fresh = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                        "ARENA_RATE_LIMIT": 0, "TESTING": True, "ARENA_LADDERS": QUICK})
+    restarted = fresh.extensions["ladders"]
+    restarted.pass_once()
+    restarted.pass_once()
+    lad.pass_once()
+    assert [r["game_id"] for r in restarted.results("quick")] == [gid]
+    assert {entry(api, t)["state"] for t in bots.values()} == {"off"}
+    rows = api.c.get("/ladders/quick/standings").json["items"]
+    assert sorted(r["games"] for r in rows) == [1, 1]
