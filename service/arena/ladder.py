@@ -57,6 +57,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import secrets
 import threading
 import time
@@ -81,9 +82,11 @@ WINDOW = 5.0  # ordinal points two bots may differ by at once
 WIDEN_PER_S = 1.0  # ... plus this much per second waited
 CLAIM_LEASE_S = 30.0  # an unbound match older than this is cancelled (its creator died)
 PASS_S = 0.25  # how often a matchmaker looks at the queue
+REPAIR_S = 2.0  # how often it looks at every live match (unrated ends, timeouts, stale claims)
 FORM = 10  # results kept in "form"
 RESULTS_KEPT = 100_000  # the ladder's list of results (for replays) keeps the newest
 ATTEMPTS = 100
+NAME_RE = r"[a-z0-9][a-z0-9_-]{0,31}"  # schemas.LADDER_NAME_RE, unanchored
 
 DEFAULTS: dict[str, Any] = {
     "ARENA_LADDERS": "",  # JSON: more ladders, {"name": {"players", "variants", "move_limit"}}
@@ -113,6 +116,9 @@ def declared(config: dict[str, Any]) -> dict[str, Ladder]:
     raw = config.get("ARENA_LADDERS") or ""
     extra = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
     for name, spec in extra.items():
+        if not re.fullmatch(NAME_RE, name):
+            raise ValueError(f"ladder {name!r}: a name is 1-32 of a-z, 0-9, _ and -, "
+                             f"starting with a letter or digit")
         players = int(spec.get("players", 2))
         if players not in (2, 4):
             raise ValueError(f"ladder {name}: players must be 2 or 4")
@@ -195,7 +201,9 @@ for _, o in ipairs(d.ops) do
   elseif o[1] == 'hdel' then redis.call('HDEL', KEYS[o[2]], o[3])
   elseif o[1] == 'rpush' then redis.call('RPUSH', KEYS[o[2]], o[3])
   elseif o[1] == 'lpush' then redis.call('LPUSH', KEYS[o[2]], o[3])
-  elseif o[1] == 'ltrim' then redis.call('LTRIM', KEYS[o[2]], o[3], o[4]) end
+  elseif o[1] == 'ltrim' then redis.call('LTRIM', KEYS[o[2]], o[3], o[4])
+  elseif o[1] == 'zadd' then redis.call('ZADD', KEYS[o[2]], o[4], o[3])
+  elseif o[1] == 'zrem' then redis.call('ZREM', KEYS[o[2]], o[3]) end
 end
 return 1
 """
@@ -234,10 +242,6 @@ class Tx:
             self.expect(key, f, v)
         return vs
 
-    def hgetall(self, key: str) -> dict[bytes, bytes]:
-        """Read without expectations: call ``expect`` for the fields the change relies on."""
-        return self.r.hgetall(key)
-
     def multi(self) -> None:
         pass
 
@@ -252,6 +256,12 @@ class Tx:
 
     def lpush(self, key: str, value: str) -> None:
         self.ops.append(["lpush", self._k(key), value])
+
+    def zadd(self, key: str, member: str, score: float) -> None:
+        self.ops.append(["zadd", self._k(key), member, score])
+
+    def zrem(self, key: str, member: str) -> None:
+        self.ops.append(["zrem", self._k(key), member])
 
     def ltrim(self, key: str, start: int, stop: int) -> None:
         self.ops.append(["ltrim", self._k(key), start, stop])
@@ -290,6 +300,19 @@ class Ladders:
 
     def k_entries(self, name: str) -> str:
         return f"{self._tag(name)}:entries"
+
+    def k_on(self, name: str) -> str:
+        """Sorted set of the bots on the ladder (any state but off), by when they joined:
+        what the matchmaker and the queue read, however many bots ever joined."""
+        return f"{self._tag(name)}:on"
+
+    def _put(self, tx: Tx, name: str, bot: str, entry: dict[str, Any]) -> None:
+        """Write a bot's entry and keep ``k_on`` in step with it."""
+        tx.hset(self.k_entries(name), bot, _dump(entry))
+        if entry["state"] == OFF:
+            tx.zrem(self.k_on(name), bot)
+        else:
+            tx.zadd(self.k_on(name), bot, float(entry.get("joined") or 0))
 
     def k_matches(self, name: str) -> str:
         return f"{self._tag(name)}:matches"
@@ -345,10 +368,12 @@ class Ladders:
                     entry["forgiven"] = entry.get("game")
                 entry["state"] = PLAYING if entry.get("game") else MATCHED
             elif entry.get("state") in (None, OFF, PAUSED):
+                if entry.get("state") != PAUSED:
+                    entry["joined"] = now
                 entry["state"] = WAITING
                 entry["since"] = now
             tx.multi()
-            tx.hset(self.k_entries(name), bot, _dump(entry))
+            self._put(tx, name, bot, entry)
 
         self._transact(name, decide)
         return self.entry(name, bot)
@@ -367,7 +392,7 @@ class Ladders:
             elif entry["state"] in (MATCHED, PLAYING):
                 entry["leaving"] = True
             tx.multi()
-            tx.hset(self.k_entries(name), bot, _dump(entry))
+            self._put(tx, name, bot, entry)
 
         self._transact(name, decide)
         return self.entry(name, bot)
@@ -407,7 +432,9 @@ class Ladders:
 
         def decide(tx: Tx) -> None:
             claimed.clear()
-            raw_entries = {k.decode(): v for k, v in tx.hgetall(self.k_entries(name)).items()}
+            on = [b.decode() for b in self.r.zrange(self.k_on(name), 0, -1)]
+            raw_entries = {b: v for b, v in zip(on, self.r.hmget(self.k_entries(name), on)
+                                                if on else [], strict=True) if v}
             entries = {k: json.loads(v) for k, v in raw_entries.items()}
             waiting = [e for e in entries.values() if e["state"] == WAITING]
             if len(waiting) < 2:
@@ -429,7 +456,7 @@ class Ladders:
                     tx.expect(self.k_entries(name), bot, raw_entries[bot])  # still waiting
                     entries[bot].update(state=MATCHED, match=mid, busy=True, game=None)
                     entries[bot]["waited"] = now - entries[bot]["since"]
-                    tx.hset(self.k_entries(name), bot, _dump(entries[bot]))
+                    self._put(tx, name, bot, entries[bot])
                 tx.hset(self.k_matches(name), mid, _dump(match))
                 claimed.append((mid, match))
 
@@ -475,7 +502,7 @@ class Ladders:
                     e["game"] = game.id
                     if e["state"] == MATCHED:
                         e["state"] = PLAYING
-                    tx.hset(self.k_entries(lad.name), bot, _dump(e))
+                    self._put(tx, lad.name, bot, e)
             return True
 
         if not self._transact(lad.name, bind):
@@ -572,7 +599,7 @@ class Ladders:
                     e.update(state=OFF, leaving=False)
                 else:
                     e.update(state=WAITING, since=now)
-                tx.hset(self.k_entries(name), bot, _dump(e))
+                self._put(tx, name, bot, e)
             rated[0] = True
 
         self._transact(name, decide)
@@ -597,7 +624,7 @@ class Ladders:
             if todo:
                 tx.multi()
                 for bot, e in todo:
-                    tx.hset(self.k_entries(name), bot, _dump(e))
+                    self._put(tx, name, bot, e)
 
         self._transact(name, decide)
 
@@ -618,27 +645,38 @@ class Ladders:
                 e.update(match=None, busy=False, game=None)
                 if e["state"] == MATCHED:
                     e["state"] = OFF if e.get("leaving") else WAITING
-                tx.hset(self.k_entries(name), bot, _dump(e))
+                self._put(tx, name, bot, e)
 
         self._transact(name, decide)
 
-    def pass_once(self, now: float | None = None) -> list[str]:
-        """One matchmaker pass over every ladder: settle what has finished (or repair),
-        then match. Returns the ids of the games created."""
-        made: list[str] = []
+    def settle_all(self) -> None:
+        """Look at every live match of every ladder: rate the finished games nobody rated
+        (their process died), pause bots over the timeout limit, cancel stale claims."""
         for name in self.ladders:
             for mid in self.r.hkeys(self.k_matches(name)):
                 try:
                     self.settle(name, mid.decode())
                 except Exception:
                     log.exception("settling ladder %s match %s failed", name, mid)
+
+    def match_all(self, now: float | None = None) -> list[str]:
+        """Match the waiting bots of every ladder: the ids of the games created."""
+        made: list[str] = []
+        for name in self.ladders:
             made += self.match_once(name, now)
         return made
+
+    def pass_once(self, now: float | None = None) -> list[str]:
+        """``settle_all`` then ``match_all``: the ids of the games created."""
+        self.settle_all()
+        return self.match_all(now)
 
     # --- reading -----------------------------------------------------------------------------
 
     def _queue(self, name: str) -> list[dict[str, Any]]:
-        entries = [json.loads(v) for v in self.r.hgetall(self.k_entries(name)).values()]
+        on = [b.decode() for b in self.r.zrange(self.k_on(name), 0, -1)]
+        raws = self.r.hmget(self.k_entries(name), on) if on else []
+        entries = [json.loads(v) for v in raws if v]
         entries = [e for e in entries if e["state"] != OFF]
         names = self.store.bot_names([e["bot"] for e in entries])
         order = {s: i for i, s in enumerate(STATES)}
@@ -711,18 +749,26 @@ class Ladders:
 
 
 class Matchmaker:
-    """Runs ``Ladders.pass_once`` every ``PASS_S``; one per worker, any number at once."""
+    """Matches every ``PASS_S`` and repairs every ``REPAIR_S`` (finished games are rated
+    at once by the finishing request; the repair is for a process that died first, and
+    for pausing); one per worker, any number at once."""
 
-    def __init__(self, ladders: Ladders, pass_s: float = PASS_S) -> None:
+    def __init__(self, ladders: Ladders, pass_s: float = PASS_S,
+                 repair_s: float = REPAIR_S) -> None:
         self.ladders = ladders
         self.pass_s = pass_s
+        self.repair_s = repair_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def run(self) -> None:
+        next_repair = 0.0
         while not self._stop.is_set():
             try:
-                self.ladders.pass_once()
+                if time.monotonic() >= next_repair:
+                    next_repair = time.monotonic() + self.repair_s
+                    self.ladders.settle_all()
+                self.ladders.match_all()
             except Exception:  # Redis down, say: keep trying, quietly
                 log.warning("matchmaker pass failed", exc_info=True)
                 self._stop.wait(1.0)

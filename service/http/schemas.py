@@ -1157,8 +1157,8 @@ MAX_LADDER_GAMES = 100_000
 class LadderJoin(Strict):
     games = JsonInt(
         allow_none=True, validate=validate.Range(1, MAX_LADDER_GAMES),
-        metadata={"description": "play this many ladder games, then leave; omitted or "
-                  "null: until you leave"})
+        metadata={"description": "play this many ladder games, then leave (a game you "
+                  "are playing counts); omitted or null: until you leave"})
 
 
 class LadderPageQuery(Strict):
@@ -1180,7 +1180,8 @@ class LadderEntry(Out):
     leaving = fields.Bool(required=True, metadata={
         "description": "you left while in a game: it is played out (and rated), then off"})
     games_left = fields.Int(required=True, allow_none=True, metadata={
-        "description": "games still to play before leaving; null: no limit"})
+        "description": "games still to play before leaving, a game in progress counted; "
+        "null: no limit"})
     game_id = fields.Str(required=True, allow_none=True, metadata={
         "description": "the ladder game you are in, if any"})
     waiting_since = fields.Float(required=True, allow_none=True, metadata={

@@ -341,3 +341,14 @@ def test_a_game_that_ended_unrated_is_rated_once_by_a_restarted_service(api, lad
     assert {entry(api, t)["state"] for t in bots.values()} == {"off"}
     rows = api.c.get("/ladders/quick/standings").json["items"]
     assert sorted(r["games"] for r in rows) == [1, 1]
+
+
+def test_an_operator_ladder_needs_a_sound_definition():
+    from service.arena.ladder import declared
+
+    assert declared({"ARENA_LADDERS": '{"fast7": {"variants": {"target": 7}}}'})["fast7"] \
+        .variants == {"target": 7}
+    for bad in ('{"Bad Name": {}}', '{"x{y}": {}}', '{"three": {"players": 3}}',
+                '{"v": {"variants": {"target": 0}}}'):
+        with pytest.raises(ValueError):
+            declared({"ARENA_LADDERS": bad})
