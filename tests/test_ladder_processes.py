@@ -181,3 +181,33 @@ def test_a_bot_that_never_moves_is_paused_with_a_reason(services):
     finally:
         runner.stop()
         thread.join(30)
+
+
+def test_allfours_bot_ladder_plays_its_games_and_exits(services):
+    """``allfours bot --ladder quick --games 2``, twice (one per process): each registers,
+    joins, plays its two rated games against the other and exits 0."""
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen(
+        [sys.executable, "-m", "service.cli.main", "bot", "--strategy", "heuristic",
+         "--server", base, "--name", f"cli{i}", "--ladder", "quick", "--games", "2",
+         "--poll", "2", "--log-level", "warning"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i, base in enumerate(services)]
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=240)
+            assert p.returncode == 0, err
+            outs.append([json.loads(line) for line in out.splitlines() if line.strip()])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    ids = [o[0]["id"] for o in outs]
+    assert all(o[-1]["games"] == 2 and o[-1]["errors"] == 0 for o in outs)
+    rows = {r["bot_id"]: r for r in requests.get(
+        f"{services[0]}/ladders/quick/standings", timeout=T).json()["items"]}
+    assert [rows[b]["games"] for b in ids] == [2, 2]
+    assert rows[ids[0]]["wins"] + rows[ids[1]]["wins"] == 2
