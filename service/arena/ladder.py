@@ -20,12 +20,13 @@ seconds with no one else in reach (no immediate rematches while anyone else coul
 Which bot takes team 0 is drawn at random.
 
 **Keys.** Every key of a ladder shares one hash tag, ``{p}{ladder:<name>}`` (Redis
-Cluster puts them in one slot, so each step below is one MULTI/EXEC there too):
-``:entries`` (hash bot -> JSON entry), ``:matches`` (hash match id -> JSON: sides, seed,
-when claimed, the game once created), ``:ratings`` (hash bot -> JSON mu, sigma, games,
-wins, form), ``:results`` (list, the newest ``RESULTS_KEPT`` rated games in rating
-order, to replay) and
-``:history:<bot>`` (list, newest first: the bot's games with its rating before and after).
+Cluster puts them in one slot, so each step below is one script there too):
+``:entries`` (hash bot -> JSON entry), ``:on`` (sorted set: the bots not off, by when
+they joined — what the matchmaker and the queue read), ``:matches`` (hash match id ->
+JSON: sides, seed, when claimed, the game once created), ``:ratings`` (hash bot -> JSON
+mu, sigma, games, wins, form), ``:results`` (list, the newest ``RESULTS_KEPT`` rated
+games in rating order, to replay) and ``:history:<bot>`` (list, newest first: the bot's
+games with its rating before and after).
 
 **Exactly once, across processes.** Every change of a ladder is optimistic: read, decide,
 then one Lua script (``CAS``) applies the writes only if every hash field the decision
@@ -43,12 +44,24 @@ bot joining does not void a claim of two others. Three steps:
 3. *Rate*: a finished game is settled by a transaction that deletes its match, applies
    the result to both ratings and re-queues (or stops) both bots. Its match exists
    until then, so the result counts exactly once whichever processes see the game end —
-   through ``Arena.on_finish`` right after the last action, or the matchmaker's periodic
-   pass over bound matches, which also repairs a process killed after the game ended.
-   Nothing about a ladder lives outside Redis: a restarted service carries on.
+   through ``Arena.on_finish`` right after the last action, or the matchmaker's pass over
+   bound matches every ``REPAIR_S``, which repairs a process killed after the game
+   ended. Nothing about a ladder lives outside Redis: a restarted service carries on.
+   Ratings take the games in the order they were settled (``:results``); a bot is in
+   one game of a ladder at a time, so replaying ``:results`` in order gives its ratings.
+
+The game (step 2) is the one write outside the ladder's slot. A claimer that dies
+before creating it leaves an unbound match; after ``CLAIM_LEASE_S`` any matchmaker looks
+for the match's game among the games created since the claim (``ORPHAN_PAGES``): found
+(the claimer died after creating it), it binds it, as the claimer would have; not
+found, it cancels the match and its bots wait again. Not covered: a claimer that stalls
+longer than the lease between its last check that the match is unbound and creating the
+game (or a game not found in that bounded look) while its bots are matched again — they
+would then be in two games at once, one of them unrated. A bot on two different ladders
+plays one game on each.
 
 A bot whose timeouts in one ladder game reach ``ARENA_LADDER_PAUSE_TIMEOUTS`` is paused
-(checked on every pass while the game is live, and when it ends): it is matched no more,
+(checked every ``REPAIR_S`` while the game is live, and when it ends): it is matched no more,
 its entry says why, and joining again resumes it.
 """
 
@@ -81,6 +94,7 @@ STATES = [WAITING, MATCHED, PLAYING, PAUSED, OFF]
 WINDOW = 5.0  # ordinal points two bots may differ by at once
 WIDEN_PER_S = 1.0  # ... plus this much per second waited
 CLAIM_LEASE_S = 30.0  # an unbound match older than this is cancelled (its creator died)
+ORPHAN_PAGES = 20  # ... after looking for its game among this many pages of 100 newest
 PASS_S = 0.25  # how often a matchmaker looks at the queue
 REPAIR_S = 2.0  # how often it looks at every live match (unrated ends, timeouts, stale claims)
 FORM = 10  # results kept in "form"
@@ -486,32 +500,50 @@ class Ladders:
         }
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status))
-
-        def bind(tx: Tx) -> bool:
-            entries = tx.hmget(self.k_entries(lad.name), match["sides"])
-            raw = tx.hget(self.k_matches(lad.name), mid)
-            if raw is None or json.loads(raw).get("game"):
-                return False
-            m = json.loads(raw)
-            m["game"] = game.id
-            tx.multi()
-            tx.hset(self.k_matches(lad.name), mid, _dump(m))
-            for bot, eraw in zip(match["sides"], entries, strict=True):
-                e = json.loads(eraw) if eraw else None
-                if e is not None and e.get("match") == mid:
-                    e["game"] = game.id
-                    if e["state"] == MATCHED:
-                        e["state"] = PLAYING
-                    self._put(tx, lad.name, bot, e)
-            return True
-
-        if not self._transact(lad.name, bind):
+        if not self._bind(lad.name, mid, match["sides"], game.id):
             log.warning("ladder %s: match %s was cancelled before its game %s was bound; "
                         "the game is played unrated", lad.name, mid, game.id)
             return None
         if status != ACTIVE:  # a first kick can end a game at once (R22)
             self.settle(lad.name, mid)
         return game.id
+
+    def _bind(self, name: str, mid: str, sides: list[str], gid: str) -> bool:
+        """The match gets its game and its bots become ``playing``: False if the match is
+        gone (cancelled) or bound already."""
+        def bind(tx: Tx) -> bool:
+            entries = tx.hmget(self.k_entries(name), sides)
+            raw = tx.hget(self.k_matches(name), mid)
+            if raw is None or json.loads(raw).get("game"):
+                return False
+            m = json.loads(raw)
+            m["game"] = gid
+            tx.multi()
+            tx.hset(self.k_matches(name), mid, _dump(m))
+            for bot, eraw in zip(sides, entries, strict=True):
+                e = json.loads(eraw) if eraw else None
+                if e is not None and e.get("match") == mid:
+                    e["game"] = gid
+                    if e["state"] == MATCHED:
+                        e["state"] = PLAYING
+                    self._put(tx, name, bot, e)
+            return True
+
+        return bool(self._transact(name, bind))
+
+    def _orphan(self, name: str, mid: str, claimed: float) -> str | None:
+        """The game of an unbound match, if its claimer created it and died before binding
+        it: among the games created since the claim (newest first, a bounded look)."""
+        cursor = None
+        for _ in range(ORPHAN_PAGES):
+            games, cursor = self.store.list_games(None, 100, cursor)
+            for g in games:
+                info = g.meta.get("ladder") or {}
+                if info.get("name") == name and info.get("match") == mid:
+                    return g.id
+            if cursor is None or not games or games[-1].meta.get("created", 0) < claimed - 1:
+                return None
+        return None
 
     # --- settling finished games -------------------------------------------------------------
 
@@ -531,7 +563,9 @@ class Ladders:
         gid = match.get("game")
         if gid is None:
             if time.time() - match["at"] > CLAIM_LEASE_S:
-                self._cancel(name, mid)
+                orphan = self._orphan(name, mid, match["at"])
+                if orphan is None or not self._bind(name, mid, match["sides"], orphan):
+                    self._cancel(name, mid)
             return False
         # read afresh: the hook's game object is the one the finishing action started from
         game = self.store.get_game(gid)

@@ -17,7 +17,7 @@ import pytest
 
 from service.arena import ratings
 from service.arena.deadlines import Sweeper
-from service.arena.ladder import Ladders, pair_up
+from service.arena.ladder import CLAIM_LEASE_S, Ladders, pair_up
 from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import Api
@@ -270,6 +270,29 @@ def test_a_match_whose_creator_died_is_cancelled_and_its_bots_wait_again(api, la
     lad.r.hset(lad.k_matches("quick"), mid, json.dumps(raw))
     assert len(lad.pass_once()) == 1  # cancelled, then matched afresh
     assert {entry(api, t)["state"] for t in bots.values()} == {"playing"}
+
+
+def test_a_game_created_but_never_bound_is_adopted_not_doubled(api, lad, app):
+    """The claimer created the game and died before binding it: after the lease, the
+    repair finds that game and binds it; no second game is made for the same bots."""
+    class DiesAfterCreating(Ladders):
+        def _bind(self, name, mid, sides, gid):
+            return True  # the process is gone before its bind reaches Redis
+
+    dying = DiesAfterCreating(app.extensions["arena"], app.config)
+    bots = dict(api.bot(n) for n in ("a", "b"))
+    for token in bots.values():
+        join(api, token)
+    [orphan] = dying.match_once("quick")
+    assert {entry(api, t)["state"] for t in bots.values()} == {"matched"}
+    [mid] = lad.r.hkeys(lad.k_matches("quick"))
+    raw = json.loads(lad.r.hget(lad.k_matches("quick"), mid))
+    raw["at"] -= CLAIM_LEASE_S + 1  # the lease ran out
+    lad.r.hset(lad.k_matches("quick"), mid, json.dumps(raw))
+    assert lad.pass_once() == []  # adopted: no new game
+    assert {entry(api, t)["game_id"] for t in bots.values()} == {orphan}
+    assert {entry(api, t)["state"] for t in bots.values()} == {"playing"}
+    assert len(api.c.get("/games?status=active").json["items"]) == 1
 
 
 def test_racing_matchmakers_never_seat_a_bot_twice(api, lad, app):
