@@ -348,10 +348,6 @@ class Ladders:
 
     # --- a bot's entry -----------------------------------------------------------------------
 
-    def _entry(self, name: str, bot: str) -> dict[str, Any] | None:
-        raw = self.r.hget(self.k_entries(name), bot)
-        return json.loads(raw) if raw else None
-
     def _transact(self, name: str, decide: Any) -> Any:
         """Run ``decide(tx)`` (reads, then queued writes) and commit it (``Tx``); when
         another change got in first, decide again from fresh reads."""
