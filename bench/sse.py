@@ -332,13 +332,19 @@ def spectators_process(port: int, game_id: str, n: int, ready: Any, go: Any, sec
     """A share of the spectators, on uvloop when it is installed (the bench note in
     pyproject.toml): the client shares the 2 cores with the service, and asyncio's own
     loop spends about 28 us per stream per move (``client_cpu_ms_per_move``)."""
+    results.put(run_client(spectate(port, game_id, n, ready, go, seconds)))
+
+
+def run_client(coro: Any) -> Any:
+    """Run a load client's coroutine on uvloop when it is installed, else asyncio's loop
+    (``client_loop`` says which)."""
     try:
         import uvloop
 
         run: Any = uvloop.run
     except ImportError:
         run = asyncio.run
-    results.put(run(spectate(port, game_id, n, ready, go, seconds)))
+    return run(coro)
 
 
 def client_loop() -> str:
