@@ -79,7 +79,6 @@ from typing import Any  # noqa: E402
 from bench.harness import (  # noqa: E402
     HOST,
     children,
-    cpu_seconds,
     own_cpu,
     pct,
     raise_open_files,
@@ -91,7 +90,15 @@ from bench.harness import (  # noqa: E402
     stop,
     wait_until,
 )
-from bench.sse import client_loop, new_game, play, run_client  # noqa: E402
+from bench.sse import (  # noqa: E402
+    client_loop,
+    contention,
+    new_game,
+    play,
+    run_client,
+    split_ms,
+    usage,
+)
 
 TARGETS = {"errors_max": 0, "action_p99_ms_max": 50}
 IDS_RE = re.compile(rb"^id: (\d+\.\d+)$", re.M)
@@ -414,9 +421,6 @@ class Service:
     def fds(self) -> list[int]:
         return [len(os.listdir(f"/proc/{p}/fd")) for p in self.workers]
 
-    def cpu(self) -> dict[str, float]:
-        return {"gunicorn": sum(cpu_seconds(p) for p in self.workers),
-                "redis": cpu_seconds(self.redis.pid)}
 
 
 def register(port: int, n: int, prefix: str) -> list[dict[str, Any]]:
@@ -572,11 +576,13 @@ def scale(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         time.sleep(2.0)
         rss1, fds1 = service.rss(), service.fds()
         prober = Prober(port)
-        cpu0, client_cpu0 = service.cpu(), sum(cpu_seconds(p) for p in clients.pids())
+        parties = {"gunicorn": service.workers, "redis": [service.redis.pid],
+                   "clients": clients.pids()}
+        before = usage(parties)
         t0 = time.monotonic()
         played = play(port, tables, args.think, args.max_seconds, range(len(tables)))
         elapsed = time.monotonic() - t0
-        cpu1, client_cpu1 = service.cpu(), sum(cpu_seconds(p) for p in clients.pids())
+        used = usage(parties, before)
         rss2 = service.rss()
         probes = prober.stop()
         parts = clients.finish()
@@ -622,11 +628,10 @@ def scale(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "rss_kb_per_connection_server": round(sum(grown) / max(1, sum(conns)), 2),
             "rss_kb_per_connection_client": round(
                 sum(o["rss_kb"] for o in clients.opened) / max(1, client_conns), 2),
-            "cpu_s_during_play": {
-                "gunicorn": round(cpu1["gunicorn"] - cpu0["gunicorn"], 2),
-                "redis": round(cpu1["redis"] - cpu0["redis"], 2),
-                "clients": round(client_cpu1 - client_cpu0, 2),
-                "bots": round(played["cpu"], 2)},
+            # where the players' time goes: before and after the commit, and each
+            # party's CPU and wait for a core (per second of play; 2.0 is both cores)
+            "action_split_ms": split_ms([played["watched"], played["others"]]),
+            "contention": contention(used, played, elapsed),
             "targets": TARGETS,
             "met": {"errors": total_errors <= TARGETS["errors_max"],
                     "action_p99_ms": (players["action_ms"]["p99"] or 1e9)

@@ -93,6 +93,14 @@ def runqueue_s(pid: int) -> float:
     return total / 1e9
 
 
+def box_busy_s() -> float:
+    """CPU seconds the whole machine has spent busy since boot, all cores summed (every
+    field of ``/proc/stat``'s ``cpu`` line but idle and iowait): less what this run's
+    processes used, the share other work on a shared box took meanwhile."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / CLK_TCK
+
+
 def thread_runqueue_s() -> float:
     """``runqueue_s`` of the calling thread alone: a thread that has ended is no longer
     listed under its process, so threads that come and go measure themselves."""

@@ -70,6 +70,7 @@ from typing import Any  # noqa: E402
 from bench import harness  # noqa: E402
 from bench.harness import (  # noqa: E402
     HOST,
+    box_busy_s,
     children,
     cpu_seconds,
     own_cpu,
@@ -407,6 +408,7 @@ def usage(parties: dict[str, list[int]], since: dict[str, tuple[float, float]] |
     """(CPU seconds, run-queue seconds) of each party's processes, since ``since``."""
     now = {name: (sum(cpu_seconds(p) for p in pids), sum(runqueue_s(p) for p in pids))
            for name, pids in parties.items()}
+    now["box"] = (box_busy_s(), 0.0)
     if since is None:
         return now
     return {name: (c - since[name][0], q - since[name][1]) for name, (c, q) in now.items()}
@@ -415,10 +417,13 @@ def usage(parties: dict[str, list[int]], since: dict[str, tuple[float, float]] |
 def contention(used: dict[str, tuple[float, float]], bots: dict[str, Any], seconds: float,
                clients: tuple[float, float] | None = None) -> dict[str, Any]:
     """Each party's share of the box during a phase: CPU seconds per second (2.0 is both
-    cores) and milliseconds per second spent runnable but waiting for a core."""
+    cores) and milliseconds per second spent runnable but waiting for a core; ``other``
+    is the CPU the rest of the machine used meanwhile (another job on a shared box)."""
     figures = {**used, "bots": (bots["cpu"], bots["runqueue"])}
     if clients is not None:
         figures["spectator_clients"] = clients
+    box = figures.pop("box")[0]
+    figures["other"] = (box - sum(c for c, _ in figures.values()), 0.0)
     seconds = max(seconds, 1e-9)
     return {name: {"cpu_per_s": round(c / seconds, 3), "runqueue_ms_per_s": round(
         q * 1000 / seconds, 1)} for name, (c, q) in figures.items()}
