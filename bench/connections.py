@@ -79,6 +79,8 @@ from typing import Any  # noqa: E402
 from bench.harness import (  # noqa: E402
     HOST,
     children,
+    gc_pauses,
+    gc_probe,
     own_cpu,
     pct,
     raise_open_files,
@@ -398,6 +400,9 @@ class Service:
     """Redis and the service of one scenario, and the figures read from their processes."""
 
     def __init__(self, tmp: Path, args: argparse.Namespace, **settings: str) -> None:
+        self.gc_log = tmp / "gc" if args.gc_pauses else None
+        if self.gc_log is not None:
+            settings = {**settings, **gc_probe(self.gc_log)}
         self.redis, redis_port = start_redis(tmp, maxclients=args.redis_maxclients)
         self.gunicorn = None
         try:
@@ -414,6 +419,12 @@ class Service:
     def close(self) -> None:
         stop(self.gunicorn)
         stop(self.redis)
+
+    def gc_pauses(self, since: float) -> dict[str, Any] | None:
+        """The workers' garbage collections since ``since`` (``--gc-pauses``)."""
+        if self.gc_log is None:
+            return None
+        return gc_pauses(self.gc_log, self.workers, since, time.time())
 
     def rss(self) -> list[int]:
         return [rss_kb(p) for p in self.workers]
@@ -578,11 +589,12 @@ def scale(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         prober = Prober(port)
         parties = {"gunicorn": service.workers, "redis": [service.redis.pid],
                    "clients": clients.pids()}
-        before = usage(parties)
+        before, played_at = usage(parties), time.time()
         t0 = time.monotonic()
         played = play(port, tables, args.think, args.max_seconds, range(len(tables)))
         elapsed = time.monotonic() - t0
         used = usage(parties, before)
+        gc_during_play = service.gc_pauses(played_at)
         rss2 = service.rss()
         probes = prober.stop()
         parts = clients.finish()
@@ -632,6 +644,7 @@ def scale(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             # party's CPU and wait for a core (per second of play; 2.0 is both cores)
             "action_split_ms": split_ms([played["watched"], played["others"]]),
             "contention": contention(used, played, elapsed),
+            "gc_pauses_during_play": gc_during_play,
             "targets": TARGETS,
             "met": {"errors": total_errors <= TARGETS["errors_max"],
                     "action_p99_ms": (players["action_ms"]["p99"] or 1e9)
@@ -810,6 +823,9 @@ def main() -> None:
     parser.add_argument("--redis-maxclients", type=int, default=10000)
     parser.add_argument("--client-procs", type=int, default=2,
                         help="processes the streams and polls are spread over")
+    parser.add_argument("--gc-pauses", action="store_true",
+                        help="scale: log the workers' garbage collections (bench/gcprobe) "
+                        "and report those during play")
     args = parser.parse_args()
     limit = raise_open_files(args.worker_connections + 2000)
     if limit < args.worker_connections + 200:

@@ -151,6 +151,45 @@ def send_queue_bytes(port: int) -> int:
     return total
 
 
+def gc_probe(log_dir: Path, code: Path = ROOT) -> dict[str, str]:
+    """Settings that make the service's processes log their garbage collections into
+    ``log_dir`` (``bench/gcprobe/sitecustomize.py``); add them to ``start_service``'s."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    return {"BENCH_GC_LOG": str(log_dir),
+            "PYTHONPATH": f"{ROOT / 'bench' / 'gcprobe'}{os.pathsep}{code}"}
+
+
+def gc_pauses(log_dir: Path, pids: list[int], since: float, until: float) -> dict[str, Any]:
+    """The collections processes ``pids`` logged (``gc_probe``) that started between
+    ``since`` and ``until`` (``time.time()``): per generation, how many, and the wall and
+    CPU milliseconds (sum, max); and how many stalled the worker over 10 ms."""
+    out: dict[str, Any] = {}
+    over = 0
+    for pid in pids:
+        path = log_dir / f"{pid}.gc"
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            try:
+                at, gen, wall, cpu = line.split()
+            except ValueError:
+                continue
+            if not since <= float(at) <= until:
+                continue
+            g = out.setdefault(f"gen{gen}", {"n": 0, "wall_ms_sum": 0.0, "wall_ms_max": 0.0,
+                                             "cpu_ms_sum": 0.0, "cpu_ms_max": 0.0})
+            g["n"] += 1
+            g["wall_ms_sum"] += float(wall)
+            g["cpu_ms_sum"] += float(cpu)
+            g["wall_ms_max"] = max(g["wall_ms_max"], float(wall))
+            g["cpu_ms_max"] = max(g["cpu_ms_max"], float(cpu))
+            over += float(wall) > 10
+    for g in out.values():
+        for k in ("wall_ms_sum", "wall_ms_max", "cpu_ms_sum", "cpu_ms_max"):
+            g[k] = round(g[k], 1)
+    return {**dict(sorted(out.items())), "stalls_over_10ms": over}
+
+
 # --- processes -------------------------------------------------------------------------------
 
 

@@ -108,11 +108,12 @@ def base_copy(rev: str, into: Path) -> Path:
     return into / "code"
 
 
-def start_service(code: Path, redis_port: int, workers: int, log: Path
-                  ) -> tuple[subprocess.Popen[bytes], int]:
+def start_service(code: Path, redis_port: int, workers: int, log: Path,
+                  gc_log: Path | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    probe = {} if gc_log is None else harness.gc_probe(gc_log, code)
     return harness.start_service(redis_port, workers, log, {
         "ARENA_KEY_PREFIX": "ssebench:", "ARENA_RATE_LIMIT": "0", "ARENA_ACCESS_LOG": "0",
-        "ARENA_LOG_LEVEL": "warning"}, code)
+        "ARENA_LOG_LEVEL": "warning", **probe}, code)
 
 
 # --- bots (a process of their own) -----------------------------------------------------------
@@ -390,7 +391,7 @@ def spectated_phase(port: int, tables: list[dict[str, Any]], n: int, procs: int,
     for _ in clients:
         ready.get(timeout=120)
     time.sleep(1.0)  # the backlog delivered
-    before = usage(parties)
+    before, played_at = usage(parties), time.time()
     t0 = time.monotonic()
     go.set()
     result = play(port, tables, think, seconds, {0})
@@ -400,7 +401,7 @@ def spectated_phase(port: int, tables: list[dict[str, Any]], n: int, procs: int,
     for c in clients:
         c.join(10)
     return {"result": result, "seen": Spectated(parts), "cpu": used["gunicorn"][0],
-            "used": used, "elapsed": elapsed}
+            "used": used, "elapsed": elapsed, "played_at": played_at}
 
 
 def usage(parties: dict[str, list[int]], since: dict[str, tuple[float, float]] | None = None
@@ -443,7 +444,9 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
     redis_proc, redis_port = start_redis(tmp, maxclients=20000)
     gunicorn = None
     try:
-        gunicorn, port = start_service(code, redis_port, args.workers, tmp / f"{name}.log")
+        gc_log = tmp / "gc" if args.gc_pauses else None
+        gunicorn, port = start_service(code, redis_port, args.workers, tmp / f"{name}.log",
+                                       gc_log)
         time.sleep(1.0)
         workers = children(gunicorn.pid)
         parties = {"gunicorn": workers, "redis": [redis_proc.pid]}
@@ -458,8 +461,9 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
         load_before = os.getloadavg()
 
         # without spectators
-        before = usage(parties)
+        before, quiet_at = usage(parties), time.time()
         quiet_run = play(port, tables, args.think, args.seconds)
+        quiet_until = time.time()
         quiet = quiet_run["others"]
         quiet_used = usage(parties, before)
         quiet_cpu = quiet_used["gunicorn"][0]
@@ -531,6 +535,12 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
             "loadavg_before_after": [round(x, 2) for x in (*load_before[:1],
                                                            *os.getloadavg()[:1])],
         }
+        if gc_log is not None:
+            # the workers' collections: each stalls every request the worker holds
+            out["gc_pauses_without"] = harness.gc_pauses(gc_log, workers, quiet_at,
+                                                         quiet_until)
+            out["gc_pauses_with"] = harness.gc_pauses(gc_log, workers, seen["played_at"],
+                                                      time.time())
         return out
     finally:
         stop(gunicorn)
@@ -551,6 +561,9 @@ def main() -> None:
                         help="processes the spectators are spread over")
     parser.add_argument("--base", default="main", help="the code before (a git revision)")
     parser.add_argument("--no-base", action="store_true", help="measure this checkout only")
+    parser.add_argument("--gc-pauses", action="store_true",
+                        help="log the workers' garbage collections (bench/gcprobe) and "
+                        "report them per phase")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="ssebench-") as tmp_name:
