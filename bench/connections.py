@@ -581,11 +581,12 @@ def scale(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                    for i in range(args.spectators)]
         time.sleep(1.0)
         rss0, fds0 = service.rss(), service.fds()
-        t_open = time.monotonic()
+        t_open, opened_at = time.monotonic(), time.time()
         clients = Clients(port, streams, tokens, args.client_procs)
         open_s = time.monotonic() - t_open
         time.sleep(2.0)
         rss1, fds1 = service.rss(), service.fds()
+        gc_while_opening = service.gc_pauses(opened_at)
         prober = Prober(port)
         parties = {"gunicorn": service.workers, "redis": [service.redis.pid],
                    "clients": clients.pids()}
@@ -644,6 +645,7 @@ def scale(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             # party's CPU and wait for a core (per second of play; 2.0 is both cores)
             "action_split_ms": split_ms([played["watched"], played["others"]]),
             "contention": contention(used, played, elapsed),
+            "gc_pauses_while_opening": gc_while_opening,
             "gc_pauses_during_play": gc_during_play,
             "targets": TARGETS,
             "met": {"errors": total_errors <= TARGETS["errors_max"],

@@ -1,7 +1,7 @@
 """Server-sent spectating at scale: one game watched by many spectators while bots play.
 
     python bench/sse.py [--spectators 1000] [--tables 4] [--think 0.1] [--seconds 15]
-                        [--workers 2] [--base REV | --no-base]
+                        [--workers 2] [--base REV | --no-base] [--gc-pauses]
 
 For each version of the code under test — a copy of ``--base`` (default ``main``: the
 code before this bench's changes, extracted with ``git archive`` into a temporary
@@ -31,6 +31,14 @@ machine, one after the other:
    duplicated against the full game; the bots' action p99 (to compare with step 2); and
    **worker CPU per spectator per move**: the workers' CPU during the watched game, minus
    what the same number of moves cost in step 2, over (watched moves x spectators).
+4. **Why players slow down** (both phases): ``contention_*`` gives each party's CPU per
+   second (the workers, Redis, the bots, the spectator clients, and ``other``: what the
+   rest of the machine used meanwhile, from ``/proc/stat``) and the milliseconds per
+   second its threads spent runnable but waiting for a core (``schedstat``);
+   ``action_split_ms_*`` splits each action's latency at its commit: request -> commit
+   (the service's queueing and work) and commit -> answer received (the answer's write
+   and the bot's wake-up). With ``--gc-pauses`` (``bench/gcprobe``), the workers'
+   garbage collections per phase: a gevent worker serves nobody while it collects.
 
 One JSON line per code version (``"code": "base"`` / ``"head"``), then a summary line with
 the targets. The machine is shared: the load average is printed with each.
