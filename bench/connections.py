@@ -22,7 +22,7 @@ service: each party's CPU is printed. One JSON line per scenario.
 move) and ``--pollers`` waiting bots (each its own account, ``GET /bots/me/turns`` with a
 timeout drawn from 10–25 s, polling again at once on each answer, one keep-alive
 connection each) are open. A prober opens a fresh connection for ``GET /healthz`` every
-0.5 s throughout. Reported: ``errors`` (target 0: connections refused or failed, non-200
+0.5 s, from before the connections open to the end of play. Reported: ``errors`` (target 0: connections refused or failed, non-200
 answers, streams cut before ``game_over``, streams whose events differ from the game's,
 polls dropped or answered late, failed probes, player errors); player action p50/p99
 (target p99 <= 50 ms); the probes' latency; move -> last spectator p50/p99; **RSS per
@@ -581,13 +581,13 @@ def scale(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                    for i in range(args.spectators)]
         time.sleep(1.0)
         rss0, fds0 = service.rss(), service.fds()
+        prober = Prober(port)  # from before the connections open to the end of play
         t_open, opened_at = time.monotonic(), time.time()
         clients = Clients(port, streams, tokens, args.client_procs)
         open_s = time.monotonic() - t_open
         time.sleep(2.0)
         rss1, fds1 = service.rss(), service.fds()
         gc_while_opening = service.gc_pauses(opened_at)
-        prober = Prober(port)
         parties = {"gunicorn": service.workers, "redis": [service.redis.pid],
                    "clients": clients.pids()}
         before, played_at = usage(parties), time.time()
