@@ -17,17 +17,18 @@ The load client is asyncio (uvloop when installed, ``pip install -e '.[bench]'``
 ``--think`` s per move, plain action POSTs). Everything shares the machine's cores with the
 service: each party's CPU is printed. One JSON line per scenario.
 
-**scale**: ``--games`` two-player games played to their end by bots while
-``--spectators`` event streams (spread evenly over the games, opened before the first
-move) and ``--pollers`` waiting bots (each its own account, ``GET /bots/me/turns`` with a
-timeout drawn from 10–25 s, polling again at once on each answer, one keep-alive
-connection each) are open. A prober opens a fresh connection for ``GET /healthz`` every
-0.5 s, from before the connections open to the end of play. Reported: ``errors`` (target 0: connections refused or failed, non-200
-answers, streams cut before ``game_over``, streams whose events differ from the game's,
-polls dropped or answered late, failed probes, player errors); player action p50/p99
-(target p99 <= 50 ms); the probes' latency; move -> last spectator p50/p99; **RSS per
-connection**: each worker's resident memory after the connections opened minus before,
-over the descriptors it gained (``/proc/<pid>/fd``), and the same for the client.
+**scale**: ``--games`` two-player games played to their end by bots while ``--spectators``
+event streams (spread evenly over the games, opened before the first move) and
+``--pollers`` waiting bots (each its own account, ``GET /bots/me/turns`` with a timeout
+drawn from 10–25 s, polling again at once on each answer, one keep-alive connection each)
+are open. A prober opens a fresh connection for ``GET /healthz`` every 0.5 s, from before
+the connections open to the end of play. Reported: ``errors`` (target 0: connections
+refused or failed, non-200 answers, streams cut before ``game_over``, streams whose events
+differ from the game's, polls dropped or answered late, failed probes, player errors);
+player action p50/p99 (target p99 <= 50 ms); the probes' latency; move -> last spectator
+p50/p99; **RSS per connection**: each worker's resident memory after the connections
+opened minus before, over the descriptors it gained (``/proc/<pid>/fd``), and the same for
+the client.
 
 **storm**: one game with ``--spectators`` (default 1,000) exact streams while bots play
 it (and three other tables play on); a third of the way in, every stream is closed at
