@@ -28,7 +28,9 @@ differ from the game's, polls dropped or answered late, failed probes, player er
 player action p50/p99 (target p99 <= 50 ms); the probes' latency; move -> last spectator
 p50/p99; **RSS per connection**: each worker's resident memory after the connections
 opened minus before, over the descriptors it gained (``/proc/<pid>/fd``), and the same for
-the client.
+the client. Why players wait, as in ``bench/sse.py``: ``action_split_ms`` (before and after
+the commit), ``contention`` (each party's CPU and run-queue wait per second, and ``other``:
+the rest of the machine's CPU), and with ``--gc-pauses`` the workers' garbage collections.
 
 **storm**: one game with ``--spectators`` (default 1,000) exact streams while bots play
 it (and three other tables play on); a third of the way in, every stream is closed at
