@@ -3,8 +3,8 @@
 On ``PYTHONPATH`` only when a benchmark asks (``bench.harness.gc_probe``): with
 ``BENCH_GC_LOG`` set to a directory, every Python process started with it appends one line
 per collection to ``<dir>/<pid>.gc``: wall time at the start, generation, wall and CPU
-milliseconds the collection took. ``BENCH_GC_THRESHOLD`` (``"10000,10,10"``) sets the
-collector's thresholds in those processes, to compare. A gevent worker runs nothing else
+milliseconds the collection took. (The service's own
+collector settings: ``ARENA_GC_THRESHOLD``, ``ARENA_GC_FREEZE``.) A gevent worker runs nothing else
 meanwhile, so a collection's wall time is a stall of every request the worker holds; its
 CPU time is what the collection itself cost (the rest of the wall time, a busy box's
 preemption).
@@ -18,10 +18,6 @@ import os
 import time
 
 _DIR = os.environ.get("BENCH_GC_LOG")
-
-_THRESHOLD = os.environ.get("BENCH_GC_THRESHOLD")
-if _DIR and _THRESHOLD:
-    gc.set_threshold(*(int(x) for x in _THRESHOLD.split(",")))
 
 if _DIR:
     _started = [0.0, 0.0, 0.0]
