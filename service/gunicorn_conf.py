@@ -47,30 +47,19 @@ proc_name = "allfours-arena"
 control_socket_disable = True
 
 
-GC_THRESHOLD = 10_000  # new objects between young collections (Python's default: 700)
-
-
 def post_worker_init(worker: object) -> None:
     """Every worker runs a deadline sweeper (a greenlet under gevent) next to the app:
     move deadlines are enforced and open tournaments re-checked with no client involved.
     Several sweepers at once are harmless (see ``service.deadlines``); set
     ``ARENA_SWEEPER=0`` to run none (e.g. when a separate process runs them).
 
-    First, the garbage collector, during which a gevent worker serves none of its
-    connections. The app is loaded: what its imports made (modules, classes, schemas,
-    some 50,000 objects) lives as long as the worker, yet each full collection would walk
-    it again; ``gc.freeze`` sets it aside for good (``ARENA_GC_FREEZE=0``: not). And a
-    worker holding thousands of long-polls and streams allocates fast: at Python's
-    default threshold (a young collection every 700 new objects) it spent ~10 times more
-    CPU collecting than at ``ARENA_GC_THRESHOLD`` = 10,000 (``bench/connections.py
-    --gc-pauses``: 0.46 s against 0.04 s during a 20 s game at 2,500 connections a
-    worker), with longer pauses."""
-    import gc
-
-    threshold = int(os.environ.get("ARENA_GC_THRESHOLD") or GC_THRESHOLD)
-    if threshold > 0:
-        gc.set_threshold(threshold, *gc.get_threshold()[1:])
+    First, the app is loaded: what its imports made (modules, classes, schemas, some
+    50,000 objects) lives as long as the worker, yet each full garbage collection would
+    walk it again — and a gevent worker serves nobody while it collects. ``gc.freeze``
+    sets it aside for good (``ARENA_GC_FREEZE=0`` keeps the default behaviour)."""
     if os.environ.get("ARENA_GC_FREEZE", "1") != "0":
+        import gc
+
         gc.collect()
         gc.freeze()
     if os.environ.get("ARENA_SWEEPER", "1") == "0":

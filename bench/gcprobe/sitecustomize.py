@@ -3,11 +3,9 @@
 On ``PYTHONPATH`` only when a benchmark asks (``bench.harness.gc_probe``): with
 ``BENCH_GC_LOG`` set to a directory, every Python process started with it appends one line
 per collection to ``<dir>/<pid>.gc``: wall time at the start, generation, wall and CPU
-milliseconds the collection took. (The service's own
-collector settings: ``ARENA_GC_THRESHOLD``, ``ARENA_GC_FREEZE``.) A gevent worker runs nothing else
-meanwhile, so a collection's wall time is a stall of every request the worker holds; its
-CPU time is what the collection itself cost (the rest of the wall time, a busy box's
-preemption).
+milliseconds the collection took. A gevent worker runs nothing else meanwhile, so a
+collection's wall time is a stall of every request the worker holds; its CPU time is what
+the collection itself cost (the rest of the wall time, a busy box's preemption).
 """
 
 from __future__ import annotations
