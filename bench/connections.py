@@ -64,10 +64,12 @@ sys.path.insert(0, str(_HERE.parent))
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import contextlib  # noqa: E402
+import faulthandler  # noqa: E402
 import http.client  # noqa: E402
 import json  # noqa: E402
 import multiprocessing as mp  # noqa: E402
 import os  # noqa: E402
+import queue  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
 import resource  # noqa: E402
@@ -109,6 +111,7 @@ TARGETS = {"errors_max": 0, "action_p99_ms_max": 50}
 IDS_RE = re.compile(rb"^id: (\d+\.\d+)$", re.M)
 BATCH = 200  # connections opened at once by one client process
 RETRY_S = (0.5, 10.0)  # a refused stream's backoff, as the pages do
+FINISH_S = 120  # how long a client may take to report once told to stop
 
 
 _TASKS: set[asyncio.Task[None]] = set()
@@ -367,7 +370,14 @@ async def client(port: int, streams: list[tuple[int, str]], tokens: list[str], c
 def client_process(port: int, streams: list[tuple[int, str]], tokens: list[str], ctl: Any,
                    ready: Any, results: Any) -> None:
     raise_open_files(len(streams) + len(tokens) + 256)
+
+    def watchdog() -> None:  # a client that does not finish says where it is
+        ctl["stop"].wait()
+        faulthandler.dump_traceback_later(FINISH_S - 10, exit=False)
+
+    threading.Thread(target=watchdog, daemon=True).start()
     results.put(run_client(client(port, streams, tokens, ctl, ready)))
+    faulthandler.cancel_dump_traceback_later()
 
 
 class Clients:
@@ -387,7 +397,11 @@ class Clients:
 
     def finish(self) -> list[dict[str, Any]]:
         self.ctl["stop"].set()
-        parts = [self.results.get(timeout=120) for _ in self.procs]
+        try:
+            parts = [self.results.get(timeout=FINISH_S) for _ in self.procs]
+        except queue.Empty:
+            raise RuntimeError("a client did not finish; exit codes: "
+                               f"{[p.exitcode for p in self.procs]}") from None
         for p in self.procs:
             p.join(10)
         return parts
