@@ -79,9 +79,6 @@ import itertools  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
-import resource  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
@@ -91,15 +88,17 @@ from typing import Any  # noqa: E402
 
 import redis  # noqa: E402
 
-from service.cli.serve import gunicorn_command  # noqa: E402
-from service.storage.embedded import (  # noqa: E402
-    die_with_parent,
-    find_server_binary,
-    free_port,
-    ping,
+from bench import harness  # noqa: E402
+from bench.harness import (  # noqa: E402
+    HOST,
+    children,
+    cpu_seconds,
+    own_cpu,
+    start_redis,
+    stop,
+    wait_until,
 )
 
-HOST = "127.0.0.1"
 POLL_S = 10.0  # long-poll timeout a player asks for
 TARGETS = {
     "ratio_min": 0.6,
@@ -108,103 +107,25 @@ TARGETS = {
     "live_bytes_max": 8 * 1024,
     "finished_bytes_max": 16 * 1024,
 }
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 # the service's retry memory grace here (deployed: 600 s), so that a finished game's
 # lasting size is measured after it (``redis_bytes_per_game.finished_after_grace``)
 BENCH_RETRY_GRACE_S = 2
 
 
-# --- processes -----------------------------------------------------------------------------
-
-
-def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"timed out waiting for {what}")
-
-
-def stop(proc: subprocess.Popen[bytes] | None, timeout: float = 15.0) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
-    binary = shutil.which("redis-server") or find_server_binary()
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent,
-    )  # fmt: skip
-    wait_until(lambda: ping(HOST, port) or proc.poll() is not None, 20, "redis-server")
-    if proc.poll() is not None:
-        raise RuntimeError("redis-server exited")
-    return proc, port
-
-
 def start_service(
     redis_port: int, prefix: str, workers: int, log: Path
 ) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "REDIS_URL": f"redis://{HOST}:{redis_port}/0",
+    return harness.start_service(redis_port, workers, log, {
         "ARENA_KEY_PREFIX": prefix,
         "ARENA_RATE_LIMIT": str(10**9),
         "ARENA_LOG_LEVEL": "warning",
         "ARENA_RETRY_GRACE": str(BENCH_RETRY_GRACE_S),
-    }
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            gunicorn_command(HOST, port, workers), env=env, stdout=out, stderr=out,
-            cwd=Path(__file__).resolve().parents[1], preexec_fn=die_with_parent,
-        )  # fmt: skip
-
-    def up() -> bool:
-        if proc.poll() is not None:
-            raise RuntimeError(f"gunicorn exited:\n{log.read_text(errors='replace')}")
-        try:
-            return Client(port, timeout=1).get("/healthz")[0] == 200
-        except OSError:
-            return False
-
-    wait_until(up, 60, "gunicorn /healthz")
-    return proc, port
+    })  # fmt: skip
 
 
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+def pct(values: list[float], q: float) -> float:
+    value = harness.pct(values, q)
+    return float("nan") if value is None else value
 
 
 # --- a light keep-alive client ---------------------------------------------------------------
@@ -253,13 +174,6 @@ class Client:
         if status != expect:
             raise RuntimeError(f"{method} {path}: {status} {data[:300]!r}")
         return json.loads(data)
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 # --- phase 1: players ------------------------------------------------------------------------
