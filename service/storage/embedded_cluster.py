@@ -140,11 +140,13 @@ def ports_free(host: str, ports: list[int]) -> bool:
 
 
 def free_port_block(count: int, host: str = "127.0.0.1", tries: int = 200) -> int:
-    """A first port ``p`` such that ``p .. p+count-1`` and their cluster bus ports are
-    free now (a later bind may still race: :meth:`LocalCluster.start` retries)."""
+    """A first port ``p`` (10000..22767) such that ``p .. p+count-1`` and their cluster
+    bus ports are free now (a later bind may still race: :meth:`LocalCluster.start` retries)."""
     rng = random.Random()
     for _ in range(tries):
-        base = rng.randrange(20000, 65535 - CLUSTER_BUS_OFFSET - count)
+        # below Linux's ephemeral range (32768..) for the bus ports too, so that no
+        # outgoing connection's port collides with a node's
+        base = rng.randrange(10000, 32768 - CLUSTER_BUS_OFFSET - count)
         wanted = list(range(base, base + count))
         if ports_free(host, wanted + [p + CLUSTER_BUS_OFFSET for p in wanted]):
             return base
