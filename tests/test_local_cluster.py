@@ -135,3 +135,74 @@ def test_a_test_session_with_no_redis_starts_and_stops_its_own(tmp_path: Path) -
                        r"not answer\)", done.stdout)
     assert header, done.stdout[:2000]
     assert not ping("127.0.0.1", int(header.group(1)))  # stopped at the end
+
+
+def test_the_scaled_compose_file_runs_the_same_commands(tmp_path: Path) -> None:
+    """deploy/compose.cluster.yml cannot run here (no container registry), so its parts
+    run as local processes: the six nodes' command (with a local port and directory), the
+    cluster-init's ``valkey-cli --cluster create`` (with their local addresses) — which
+    must make a cluster that serves every slot — and the arena and nginx settings."""
+    import shlex
+
+    import yaml
+
+    from service.storage.embedded import find_server_binary
+    from service.storage.embedded_cluster import (
+        cluster_settings,
+        command,
+        find_cli_binary,
+        info_fields,
+    )
+
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.cluster.yml").read_text())
+    services = compose["services"]
+    nodes = [services[f"valkey-{i}"] for i in range(1, 7)]
+    addresses = [n["networks"]["arena"]["ipv4_address"] for n in nodes]
+    node_cmd = nodes[0]["command"]
+    assert all(n["command"] == node_cmd for n in nodes)
+    # the settings `allfours cluster up` gives its nodes, with append-only persistence
+    words = " ".join(shlex.quote(w) for w in node_cmd)
+    for name, value in zip(cluster_settings()[::2], cluster_settings()[1::2]):
+        assert f"{name} {value}" in words, (name, words)
+    assert "--appendonly yes" in words
+    assert all(n["volumes"][0].endswith(":/data") for n in nodes)
+    arena = services["arena"]
+    assert "REDIS_URL=redis://172.28.0.11:6379/0" in arena["environment"]
+    assert "command" not in arena  # the Dockerfile's CMD: the gunicorn `allfours serve` runs
+    assert arena["depends_on"]["cluster-init"]["condition"] == "service_completed_successfully"
+    nginx = (ROOT / "deploy" / "nginx.conf").read_text()
+    assert "server arena:8000;" in nginx and "proxy_buffering off;" in nginx
+    assert services["lb"]["ports"] == ["8000:80"]
+
+    # the nodes' command, as local processes on consecutive ports
+    base = free_port_block(6)
+    local = {addr: base + i for i, addr in enumerate(addresses)}
+    procs = []
+    try:
+        for port in local.values():
+            d = tmp_path / str(port)
+            d.mkdir()
+            procs.append(subprocess.Popen(
+                [find_server_binary(), *node_cmd[1:], "--port", str(port), "--dir", str(d),
+                 "--bind", "127.0.0.1"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_for(lambda: all(ping("127.0.0.1", p) for p in local.values()), 30, "the nodes")
+        init = services["cluster-init"]["command"][-1]
+        create = init.split("||", 1)[1].split()
+        assert create[:3] == ["valkey-cli", "--cluster", "create"]
+        for addr, port in local.items():
+            create = [w.replace(f"{addr}:6379", f"127.0.0.1:{port}") for w in create]
+        done = subprocess.run([find_cli_binary(), *create[1:]], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr
+
+        def ok() -> bool:
+            states = [info_fields(str(command("127.0.0.1", p, "CLUSTER", "INFO")))
+                      for p in local.values()]
+            return all(s["cluster_state"] == "ok" and s["cluster_known_nodes"] == "6"
+                       for s in states)
+        wait_for(ok, 60, "cluster_state:ok on every node")
+        assert (tmp_path / str(base) / "appendonlydir").is_dir()
+    finally:
+        for proc in procs:
+            stop_process(proc, signal.SIGTERM)

