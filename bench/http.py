@@ -620,10 +620,12 @@ def scale_phase(label: str, redis_url: str, masters: list[int], nodes: list[int]
         pids = [pid for proc, _ in services for pid in [proc.pid, *children(proc.pid)]]
         cpu0 = sum(cpu_seconds(p) for p in pids)
         m0, n0 = node_counters(masters), node_counters(nodes)
+        each0 = [node_counters([m]) for m in masters]
         client0 = own_cpu()
         played = play_phase(ports, bots, seconds, args.games, not args.no_act_wait)
         client_cpu = own_cpu() - client0
         m1, n1 = node_counters(masters), node_counters(nodes)
+        each1 = [node_counters([m]) for m in masters]
         cpu = sum(cpu_seconds(p) for p in pids) - cpu0
     finally:
         for proc, _ in services:
@@ -652,11 +654,19 @@ def scale_phase(label: str, redis_url: str, masters: list[int], nodes: list[int]
             "redis_bytes": round((m1["bytes"] - m0["bytes"]) / per, 1),
             "redis_replication_bytes": round((m1["repl_bytes"] - m0["repl_bytes"]) / per, 1),
             "redis_cpu_ms": round((n1["cpu_s"] - n0["cpu_s"]) * 1000 / per, 3),
+            "redis_master_cpu_ms": round((m1["cpu_s"] - m0["cpu_s"]) * 1000 / per, 3),
             "service_cpu_ms": round(cpu * 1000 / per, 3),
             "client_cpu_ms": round(client_cpu * 1000 / per, 3),
         },
         "cpu_s": {"service": round(cpu, 2), "redis": round(n1["cpu_s"] - n0["cpu_s"], 2),
                   "client": round(client_cpu, 2)},
+        # how evenly the masters share the work: each master's commands and CPU per
+        # action (the hottest one is where the next shard-bound limit is)
+        "per_master": [
+            {"commands": round((b["commands"] - a["commands"]) / per, 2),
+             "cpu_ms": round((b["cpu_s"] - a["cpu_s"]) * 1000 / per, 3)}
+            for a, b in zip(each0, each1)
+        ],
     }
 
 
