@@ -66,8 +66,9 @@ cluster's own cost per action shows apart from the instance count. Each side rep
 actions/s, p50/p99, wake p50/p99, and per accepted action: Redis commands (``INFO
 commandstats`` deltas summed over the masters), Redis bytes (client bytes in and out,
 summed over the masters; replication bytes apart), Redis CPU (every node, and the masters
-alone) and service CPU (every gunicorn process of every instance);
-``scaled_over_single_per_action`` divides the two. The floor and bytes-per-game phases
+alone, net of what they spend idle: a cluster bus pings and gossips whatever the load) and
+service CPU (every gunicorn process of every instance); ``scaled_over_single_per_action``
+divides the two. The floor and bytes-per-game phases
 are not run in this mode.
 
 Prints one JSON line. Targets (issue 3) on this 2-core machine: ratio >= 0.6,
@@ -125,6 +126,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 # the service's retry memory grace here (deployed: 600 s), so that a finished game's
 # lasting size is measured after it (``redis_bytes_per_game.finished_after_grace``)
 BENCH_RETRY_GRACE_S = 2
+IDLE_S = 3.0  # the scale mode's idle measurement of the Redis nodes' CPU
 
 
 # --- processes -----------------------------------------------------------------------------
@@ -621,6 +623,13 @@ def scale_phase(label: str, redis_url: str, masters: list[int], nodes: list[int]
             for _ in range(50):
                 warm.get("/readyz")
         pids = [pid for proc, _ in services for pid in [proc.pid, *children(proc.pid)]]
+        # what the nodes spend idle (a cluster's bus: pings and gossip between nodes,
+        # whatever the load), measured first and taken off the play phase's Redis CPU
+        i0, im0 = node_counters(nodes), node_counters(masters)
+        time.sleep(IDLE_S)
+        i1, im1 = node_counters(nodes), node_counters(masters)
+        idle = (i1["cpu_s"] - i0["cpu_s"]) / IDLE_S
+        idle_masters = (im1["cpu_s"] - im0["cpu_s"]) / IDLE_S
         cpu0 = sum(cpu_seconds(p) for p in pids)
         m0, n0 = node_counters(masters), node_counters(nodes)
         each0 = [node_counters([m]) for m in masters]
@@ -656,13 +665,18 @@ def scale_phase(label: str, redis_url: str, masters: list[int], nodes: list[int]
             "redis_commands": round((m1["commands"] - m0["commands"]) / per, 2),
             "redis_bytes": round((m1["bytes"] - m0["bytes"]) / per, 1),
             "redis_replication_bytes": round((m1["repl_bytes"] - m0["repl_bytes"]) / per, 1),
-            "redis_cpu_ms": round((n1["cpu_s"] - n0["cpu_s"]) * 1000 / per, 3),
-            "redis_master_cpu_ms": round((m1["cpu_s"] - m0["cpu_s"]) * 1000 / per, 3),
+            # net of the idle spend over the phase's length (see above)
+            "redis_cpu_ms": round(
+                (n1["cpu_s"] - n0["cpu_s"] - idle * played["duration"]) * 1000 / per, 3),
+            "redis_master_cpu_ms": round(
+                (m1["cpu_s"] - m0["cpu_s"] - idle_masters * played["duration"]) * 1000 / per,
+                3),
             "service_cpu_ms": round(cpu * 1000 / per, 3),
             "client_cpu_ms": round(client_cpu * 1000 / per, 3),
         },
         "cpu_s": {"service": round(cpu, 2), "redis": round(n1["cpu_s"] - n0["cpu_s"], 2),
-                  "client": round(client_cpu, 2)},
+                  "client": round(client_cpu, 2),
+                  "redis_idle_per_s": round(idle, 4)},
         # how evenly the masters share the work: each master's commands and CPU per
         # action (the hottest one is where the next shard-bound limit is)
         "per_master": [
