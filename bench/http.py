@@ -68,8 +68,9 @@ commandstats`` deltas summed over the masters), Redis bytes (client bytes in and
 summed over the masters; replication bytes apart), Redis CPU (every node, and the masters
 alone, net of what they spend idle: a cluster bus pings and gossips whatever the load) and
 service CPU (every gunicorn process of every instance); ``scaled_over_single_per_action``
-divides the two. The floor and bytes-per-game phases
-are not run in this mode.
+divides the two. ``ARENA_DURABILITY=replica`` in the environment applies to the cluster
+side only (its cost per action, against the single Redis without it). The floor and
+bytes-per-game phases are not run in this mode.
 
 Prints one JSON line. Targets (issue 3) on this 2-core machine: ratio >= 0.6,
 p99 < 50 ms at 32 players, wake_p99_ms <= 10, <= 8 KB per live and <= 16 KB per
@@ -167,7 +168,8 @@ def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
 
 
 def start_service(
-    redis_port: int | str, prefix: str, workers: int, log: Path
+    redis_port: int | str, prefix: str, workers: int, log: Path,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """gunicorn as deployed on a free port, over the Redis at ``redis_port`` (or a URL)."""
     port = free_port()
@@ -179,6 +181,7 @@ def start_service(
         "ARENA_RATE_LIMIT": str(10**9),
         "ARENA_LOG_LEVEL": "warning",
         "ARENA_RETRY_GRACE": str(BENCH_RETRY_GRACE_S),
+        **(extra_env or {}),
     }
     with log.open("wb") as out:
         proc = subprocess.Popen(
@@ -603,7 +606,7 @@ def node_counters(ports: list[int]) -> dict[str, float]:
 
 def scale_phase(label: str, redis_url: str, masters: list[int], nodes: list[int],
                 instances: int, args: argparse.Namespace, seconds: float | None,
-                tmp: Path) -> dict[str, Any]:
+                tmp: Path, durability: str = "") -> dict[str, Any]:
     """``instances`` service instances over the Redis at ``redis_url``; players spread
     over them (see ``play_phase``); per-action costs from the Redis nodes' counters
     (commands and bytes from the ``masters``, CPU from every node) and the instances'
@@ -613,7 +616,8 @@ def scale_phase(label: str, redis_url: str, masters: list[int], nodes: list[int]
     try:
         for i in range(instances):
             services.append(start_service(redis_url, prefix, args.workers,
-                                          tmp / f"{label}-{i}.log"))
+                                          tmp / f"{label}-{i}.log",
+                                          {"ARENA_DURABILITY": durability}))
         ports = [port for _, port in services]
         setup = Client(ports[0])
         bots = [setup.json("POST", "/bots", {"name": f"bench-{i}"}, expect=201)
@@ -649,6 +653,7 @@ def scale_phase(label: str, redis_url: str, masters: list[int], nodes: list[int]
     return {
         "instances": instances,
         "workers_per_instance": args.workers,
+        "durability": durability or "none",
         "actions_per_s": round(actions / played["duration"], 1),
         "p50_ms": round(pct(played["latencies"], 0.5) * 1000, 2),
         "p99_ms": round(pct(played["latencies"], 0.99) * 1000, 2),
@@ -694,6 +699,9 @@ def compare(args: argparse.Namespace, seconds: float | None) -> None:
     from service.storage.embedded_cluster import LocalCluster
 
     load = os.getloadavg()[0]
+    # ARENA_DURABILITY=replica (the service waits for a replica before answering a
+    # commit) applies to the cluster side only: a single Redis has no replica to wait for
+    durability = os.environ.get("ARENA_DURABILITY", "") if args.cluster else ""
     with tempfile.TemporaryDirectory(prefix="arena-bench-") as tmp:
         redis_proc = None
         try:
@@ -712,9 +720,9 @@ def compare(args: argparse.Namespace, seconds: float | None) -> None:
                 if args.instances > 1:
                     # the cluster's own cost per action, apart from the instance count
                     one_on_cluster = scale_phase("cluster-1", c.url, c.masters(), c.ports, 1,
-                                                 args, seconds, Path(tmp))
+                                                 args, seconds, Path(tmp), durability)
                 scaled = scale_phase("cluster", c.url, c.masters(), c.ports, args.instances,
-                                     args, seconds, Path(tmp))
+                                     args, seconds, Path(tmp), durability)
 
     def ratio(key: str, side: dict[str, Any]) -> float | None:
         a, b = single["per_action"][key], side["per_action"][key]
