@@ -459,3 +459,23 @@ def test_a_master_killed_during_play_gives_clean_answers_and_play_resumes(
                 assert {k: record.get(k) for k in want} == json.loads(json.dumps(want))
         finally:
             service.stop()
+
+
+def test_each_instance_keeps_its_metrics_apart_and_zero_instances_is_refused(
+    tmp_path: Path,
+) -> None:
+    """Each gunicorn empties ``$PROMETHEUS_MULTIPROC_DIR`` as it starts, so N instances
+    get a subdirectory each (one instance keeps the operator's directory as it is)."""
+    from service.cli.serve import instance_env
+
+    env = {"PROMETHEUS_MULTIPROC_DIR": "/var/metrics", "X": "1"}
+    assert instance_env(env, 8001, 2) == {"PROMETHEUS_MULTIPROC_DIR":
+                                          "/var/metrics/instance-8001", "X": "1"}
+    assert instance_env(env, 8000, 1) == env
+    assert instance_env({"X": "1"}, 8001, 2) == {"X": "1"}
+    done = subprocess.run([sys.executable, "-m", "service.cli.main", "serve",
+                           "--instances", "0", "--port", str(free_port())],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "ARENA_HOUSE_BOTS": "0"})
+    assert done.returncode == 1
+    assert "--instances must be 1 or more" in done.stderr
