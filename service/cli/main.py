@@ -97,6 +97,7 @@ def _cmd_bot(args: argparse.Namespace) -> int:
             act_wait=args.act_wait,
             handle_signals=True,
             name=me.name,
+            ladder=args.ladder,
         )
         stats = runner.run()
     print(json.dumps({"games": stats.games_finished, "wins": stats.wins,
@@ -213,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the bot's bearer token (default $ALLFOURS_TOKEN)")
     bot.add_argument("--name", default=None, help="name to register with when no token")
     bot.add_argument("--games", type=int, default=None, help="stop after this many games")
+    bot.add_argument("--ladder", nargs="?", const="2p", default=None, metavar="NAME",
+                     help="join a ladder (default 2p; 4p or one the operator declared) and "
+                     "play rated games until stopped (or --games of them); Ctrl-C leaves "
+                     "the ladder and plays out the games in progress")
     bot.add_argument("--until-idle", action="store_true",
                      help="stop when no game of this bot is left to play")
     bot.add_argument("--workers", type=int, default=4,

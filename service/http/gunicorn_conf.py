@@ -56,8 +56,11 @@ def post_worker_init(worker: object) -> None:
     if os.environ.get("ARENA_SWEEPER", "1") == "0":
         return
     from service.arena.deadlines import start_sweeper
+    from service.arena.ladder import start_matchmaker
 
     start_sweeper(worker.wsgi)  # type: ignore[attr-defined]
+    # the ladder's matchmaker, likewise in every worker (see ``service.arena.ladder``)
+    start_matchmaker(worker.wsgi)  # type: ignore[attr-defined]
 
 
 # --- metrics: prometheus_client's multiprocess mode (see service.metrics) ------------------

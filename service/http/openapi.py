@@ -67,8 +67,8 @@ hearts, spades). A move that arrives before the deadline always wins over the ti
 `application/problem+json` for errors, `text/event-stream` for `/games/{game_id}/events`,
 `text/csv` for `/tournaments/{tournament_id}/export?format=csv`;
 an `Accept` header that admits none of an operation's types gets 406 (no `Accept`, or
-`*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}` or
-`/tournaments/{tournament_id}` gets the page for people instead.
+`*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}`,
+`/tournaments/{tournament_id}` or `/bots/{bot_id}` gets the page for people instead.
 
 **Closed shapes.** Every response object lists all its members
 (`additionalProperties: false`); optional members are described where they appear.
@@ -268,13 +268,15 @@ def _seats_per_players(doc: dict[str, Any]) -> None:
 
 def _tournament_rules(doc: dict[str, Any]) -> None:
     """``TournamentCreate``'s cross-field rules (its ``validates_schema``), which
-    marshmallow cannot export: ``rounds`` is for Swiss only; with trusted duplicate
+    marshmallow cannot export: ``rounds`` is for Swiss only (not round robin, not
+    knockout); with trusted duplicate
     twins (``trusted`` and ``duplicate`` not false) ``games_per_pairing`` is even; and
     ``duplicate: true`` without ``trusted`` needs 4 entrants (two tables a round)."""
     create = doc["components"]["schemas"]["TournamentCreate"]
     create["allOf"] = [
-        {
-            "if": {"properties": {"format": {"const": "round_robin"}}, "required": ["format"]},
+        {  # rounds: Swiss only (a knockout's follow from its entrants)
+            "if": {"properties": {"format": {"enum": ["round_robin", "knockout"]}},
+                   "required": ["format"]},
             "then": {"not": {"required": ["rounds"]}},
         },
         {

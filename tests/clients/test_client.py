@@ -83,7 +83,10 @@ def test_the_endpoint_table_is_exactly_the_contract() -> None:
     for name, ep in ENDPOINTS.items():
         # only POSTs without an Idempotency-Key are unsafe to repeat after a lost answer
         assert ep.safe == (ep.method == "GET" or name in ("postGamesGameIdSeatsSeat",
-                                                          "postGamesGameIdActions"))
+                                                          "postGamesGameIdActions",
+                                                          # joining/leaving the ladder: idempotent
+                                                          "postLaddersNameEntry",
+                                                          "deleteLaddersNameEntry"))
 
 
 # --- every method against the live service ----------------------------------------------
