@@ -219,14 +219,14 @@ def start_redis(workdir: Path, maxclients: int | None = None
     return proc, port
 
 
-def start_service(redis_port: int, workers: int, log: Path, settings: Mapping[str, str],
+def start_service(redis_port: int | str, workers: int, log: Path, settings: Mapping[str, str],
                   code: Path = ROOT) -> tuple[subprocess.Popen[bytes], int]:
     """The service under gunicorn (``workers`` gevent workers) on a free port, ``code``
-    first on ``PYTHONPATH``, with ``settings`` in its environment; once ``/healthz``
-    answers. Its output goes to ``log``."""
+    first on ``PYTHONPATH``, over the Redis at ``redis_port`` (or a URL), with ``settings``
+    in its environment; once ``/healthz`` answers. Its output goes to ``log``."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(code), "REDIS_URL": f"redis://{HOST}:{redis_port}/0",
-           **settings}
+    url = redis_port if isinstance(redis_port, str) else f"redis://{HOST}:{redis_port}/0"
+    env = {**os.environ, "PYTHONPATH": str(code), "REDIS_URL": url, **settings}
     with log.open("wb") as out:
         proc = subprocess.Popen(gunicorn_command(HOST, port, workers), env=env, stdout=out,
                                 stderr=out, cwd=code, preexec_fn=die_with_parent)
