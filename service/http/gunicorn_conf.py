@@ -53,6 +53,10 @@ def post_worker_init(worker: object) -> None:
     move deadlines are enforced and open tournaments re-checked with no client involved.
     Several sweepers at once are harmless (see ``service.arena.deadlines``); set
     ``ARENA_SWEEPER=0`` to run none (e.g. when a separate process runs them)."""
+    from service.arena.callbacks import start_dispatcher
+
+    # webhook bots are called from every worker too (ARENA_CALLBACKS=0: not this one)
+    start_dispatcher(worker.wsgi)  # type: ignore[attr-defined]
     if os.environ.get("ARENA_SWEEPER", "1") == "0":
         return
     from service.arena.deadlines import start_sweeper
