@@ -402,8 +402,7 @@ def spec_yaml(app: Flask) -> str:
     _seats_per_players(raw)
     _tournament_rules(raw)
     raw["webhooks"] = webhooks()
-    doc = {k: raw[k] for k in ("openapi", "info", "paths", "webhooks", "components")
-           if k in raw}
+    doc = {k: raw[k] for k in ("openapi", "info", "paths", "components") if k in raw}
     doc.update(raw)
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False,
                      allow_unicode=True, width=100)

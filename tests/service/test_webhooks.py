@@ -14,6 +14,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -30,6 +32,7 @@ import requests
 from werkzeug.serving import make_server
 
 from clients.examples.webhook_bot import create_app as example_bot
+from service.arena.callbacks import sign
 from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
 from tests.contract import CONTRACT
@@ -300,3 +303,264 @@ def test_a_webhook_bot_plays_a_whole_game_against_a_pulling_bot(service, example
     events = {d["event"]: d["outcome"] for d in service.deliveries(hook_token, game["id"])
               if d["event"] != "turn"}
     assert events == {"start": "delivered", "end": "delivered"}
+
+
+def test_two_webhook_bots_and_two_pulling_bots_finish_a_four_player_game(service,
+                                                                         example_bots):
+    bots = [service.bot(f"p{i}") for i in range(4)]
+    hooks = [example_bots(service, bots[i][1]) for i in (0, 2)]
+    game = service.call("POST", "/games", bots[1][1],
+                        {"players": 4, "seats": [b for b, _ in bots], "seed": 5,
+                         "variants": {"target": 2}, "move_limit": 5})
+    done: list[dict[str, Any]] = []
+    other = threading.Thread(target=lambda: done.append(
+        service.play_by_pull(game["id"], bots[3][1])))
+    other.start()
+    end = service.play_by_pull(game["id"], bots[1][1])
+    other.join(60)
+    assert end["status"] == "finished" and done and done[0]["status"] == "finished"
+    assert service.record(game["id"])["timeouts"] == []
+    for seat, hook in zip((0, 2), hooks):
+        turns = [d for d in service.deliveries(bots[seat][1], game["id"])
+                 if d["event"] == "turn"]
+        assert turns and {d["outcome"] for d in turns} == {"applied"}
+        assert {d["seat"] for d in turns} == {seat}
+        assert {m["seat"] for m in hook.messages("turn")} == {seat}
+
+
+# --- failures fall back to the deadline, and the bot sees why ----------------------------------
+
+
+def _not_legal(view: dict[str, Any]) -> str:
+    """An action the rules refuse here: a card of the hand that is not legal, else one not
+    in the hand."""
+    legal = set(view["legal_actions"])
+    for card in view["hand"] or []:
+        if card not in legal:
+            return card
+    return next(c for c in ("2C", "3C", "4C", "5C", "2D") if c not in (view["hand"] or []))
+
+
+BEHAVIOURS: dict[str, tuple[Callable[[dict[str, Any]], tuple[int, bytes, float]], str]] = {
+    "stalls": (lambda m: (200, b'{"action": "stand"}', 2.5), "timeout"),
+    "errors": (lambda m: (500, b'{"oops": true}', 0.0), "http-error"),
+    "answers garbage": (lambda m: (200, b"<html>not json</html>", 0.0), "bad-answer"),
+    "answers a non-action": (lambda m: (200, b'{"action": "fold"}', 0.0), "bad-answer"),
+    "answers too much": (lambda m: (200, b'{"action": "stand", "pad": "'
+                                    + b"x" * 40000 + b'"}', 0.0), "bad-answer"),
+    "redirects": (lambda m: (307, b"", 0.0), "http-error"),
+    "plays an illegal card": (
+        lambda m: (200, json.dumps({"action": _not_legal(m["view"])}).encode(), 0.0),
+        "refused"),
+}
+
+
+@pytest.mark.parametrize("name", list(BEHAVIOURS))
+def test_a_failing_webhook_bot_gets_the_default_action_and_sees_why(service, name):
+    behave, outcome = BEHAVIOURS[name]
+    hook_id, hook_token = service.bot("failing")
+    pull_id, pull_token = service.bot("puller")
+    url, seen, server = scripted_server(behave)
+    try:
+        register(service, hook_token, url)
+        game = service.call("POST", "/games", pull_token,
+                            {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
+                             "move_limit": 1.0})
+        gid = game["id"]
+
+        def two_failures() -> bool:
+            return len(seen.messages("turn")) >= 2 and \
+                len([t for t in service.record(gid)["timeouts"] if t["seat"] == 0]) >= 1
+
+        service.play_by_pull(gid, pull_token, until=two_failures, seconds=60)
+    finally:
+        server.shutdown()
+    # R-independent policy: the seat in turn got the default action at the deadline
+    timeouts = [t for t in service.record(gid)["timeouts"] if t["seat"] == 0]
+    assert timeouts
+    first = seen.messages("turn")[0]
+    assert timeouts[0]["ply"] == first["view"]["ply"] + 1
+    turns = [d for d in service.deliveries(hook_token, gid) if d["event"] == "turn"]
+    failed = [d for d in turns if d["version"] == first["version"]]
+    assert len(failed) == 1, turns  # called once for that turn: an answer is never retried
+    record = failed[0]
+    assert record["outcome"] == outcome and record["attempts"] == 1, record
+    assert record["detail"]
+    if outcome == "refused":
+        assert record["problem"] == "/problems/illegal-action"
+        assert record["action"] == json.loads(behave(first)[1])["action"]
+    if name == "errors":
+        assert record["status"] == 500
+    if name == "redirects":
+        assert record["status"] == 307
+    # the next turn request in the game carries the failure
+    second = seen.messages("turn")[1]
+    assert second["last_failure"]["version"] == first["version"]
+    assert second["last_failure"]["outcome"] == outcome
+
+
+def test_a_callback_to_a_refused_address_is_never_made(service):
+    """``localhost`` resolves to loopback, which this service may not call: the check is on
+    the resolved address at connection time, so registration passes (a name) but no
+    connection ever reaches the listener."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.1)
+    port = listener.getsockname()[1]
+    accepted: list[Any] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        hook_id, hook_token = service.bot("rebinder")
+        pull_id, pull_token = service.bot("puller")
+        register(service, hook_token, f"http://localhost:{port}/")
+        game = service.call("POST", "/games", pull_token,
+                            {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
+                             "move_limit": 1.0})
+        records = wait_for("a refused delivery", lambda: [
+            d for d in service.deliveries(hook_token, game["id"]) if d["event"] == "turn"])
+        service.play_by_pull(game["id"], pull_token, seconds=60, until=lambda: any(
+            t["seat"] == 0 for t in service.record(game["id"])["timeouts"]))
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    assert accepted == []  # no connection arrived, not even one refused later
+    assert records[0]["outcome"] == "refused-address" and records[0]["attempts"] == 1
+    assert "127.0.0.1" in records[0]["detail"] or "::1" in records[0]["detail"]
+    assert records[0]["status"] is None
+
+
+# --- the example bot checks what it is sent -------------------------------------------------------
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_example_bot_detects_forged_stale_and_replayed_requests(service, example_bots):
+    hook_id, hook_token = service.bot("careful")
+    pull_id, pull_token = service.bot("puller")
+    bot = example_bots(service, hook_token)
+    game = service.call("POST", "/games", pull_token,
+                        {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
+                         "move_limit": 5})
+    wait_for("a genuine turn request", lambda: bot.messages("turn"))
+    headers, body = bot.requests[0]
+    genuine = {k: headers[k] for k in ("Arena-Timestamp", "Arena-Signature", "Arena-Delivery",
+                                       "Arena-Event")}
+    assert genuine["Arena-Signature"] == sign(bot.secret, genuine["Arena-Timestamp"], body)
+    # replayed as it came: refused (the delivery id was seen)
+    assert _post(bot.url, body, genuine) == 409
+    # the body changed under the same signature: forged
+    msg = json.loads(body)
+    msg["delivery"] = "f" * 16
+    tampered = json.dumps(msg).encode()
+    assert _post(bot.url, tampered, genuine) == 401
+    # signed with another secret: forged
+    ts = str(int(time.time()))
+    assert _post(bot.url, tampered, {**genuine, "Arena-Timestamp": ts,
+                                     "Arena-Signature": sign("whsec_guess", ts, tampered)}) == 401
+    # correctly signed but ten minutes old: stale (a replay with its original timestamp)
+    old = str(int(time.time()) - 600)
+    assert _post(bot.url, tampered, {**genuine, "Arena-Timestamp": old,
+                                     "Arena-Signature": sign(bot.secret, old, tampered)}) == 401
+    # correctly signed and fresh: answered with a legal action
+    fresh = {**genuine, "Arena-Timestamp": ts, "Arena-Signature": sign(bot.secret, ts, tampered)}
+    assert _post(bot.url, tampered, fresh) == 200
+    service.play_by_pull(game["id"], pull_token)
+
+
+# --- delivery survives a process killed mid-call, and never applies twice ------------------------
+
+
+def _worker_holding(client: tuple[str, int]) -> int:
+    """The pid of the gunicorn worker whose socket is ``client`` (the caller's address)."""
+    import psutil
+
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.laddr and (conn.laddr.ip, conn.laddr.port) == client and conn.pid:
+            return int(conn.pid)
+    raise AssertionError(f"no process holds {client}")
+
+
+def test_a_worker_killed_mid_delivery_leaves_the_turn_to_another(service):
+    """The first call of a turn stalls; the worker making it is killed (SIGKILL). When its
+    lease ends another worker claims the turn and calls again; that answer is applied,
+    once, in time."""
+    held: list[tuple[str, int]] = []
+    release = threading.Event()
+    calls: list[int] = []
+
+    seen = Seen()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.add(dict(self.headers), body)
+            msg = json.loads(body)
+            if msg["event"] == "turn":
+                calls.append(msg["version"])
+                if len(calls) == 1:
+                    held.append(self.client_address[:2])
+                    release.wait(30)
+                    return
+                out = json.dumps({"action": msg["view"]["legal_actions"][0]}).encode()
+            else:
+                out = b"{}"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = Scripted((ALLOWED, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        hook_id, hook_token = service.bot("mortal")
+        pull_id, pull_token = service.bot("puller")
+        register(service, hook_token, f"http://{ALLOWED}:{server.server_port}/")
+        game = service.call("POST", "/games", pull_token,
+                            {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
+                             "move_limit": 30})
+        gid = game["id"]
+        # the puller plays until the webhook bot's first call is being held
+        service.play_by_pull(gid, pull_token, until=lambda: bool(held), seconds=30)
+        pid = _worker_holding(wait_for("the held call", lambda: held and held[0]))
+        os.kill(pid, signal.SIGKILL)
+        version = calls[0]
+        wait_for("the turn called again", lambda: len(calls) >= 2, seconds=40)
+        wait_for("the second call applied", lambda: [
+            d for d in service.deliveries(hook_token, gid)
+            if d["version"] == version and d["outcome"] == "applied"], seconds=20)
+        release.set()
+        assert calls[1] == version  # the same turn, by another process
+        assert service.record(gid)["timeouts"] == []  # applied in time: no default action
+        records = [d for d in service.deliveries(hook_token, gid)
+                   if d["version"] == version and d["event"] == "turn"]
+        assert [d["outcome"] for d in records] == ["applied"]  # the dead one wrote nothing
+        service.play_by_pull(gid, pull_token, seconds=120)
+    finally:
+        release.set()
+        server.shutdown()
