@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,8 +35,8 @@ from werkzeug.serving import make_server
 from clients.examples.webhook_bot import create_app as example_bot
 from service.arena.callbacks import sign
 from service.storage.embedded import free_port
-from tests.conftest import REDIS_URL
-from tests.contract import CONTRACT
+from tests.conftest import REDIS_URL, missing
+from tests.contract import CONTRACT, ROOT
 
 ALLOWED = "127.0.0.2"  # the only network the service may call (ARENA_CALLBACK_NETWORKS)
 REQUEST_SCHEMA = {"$ref": "#/components/schemas/CallbackRequest"}
@@ -564,3 +565,117 @@ def test_a_worker_killed_mid_delivery_leaves_the_turn_to_another(service):
     finally:
         release.set()
         server.shutdown()
+
+
+def test_the_node_example_bot_plays_a_whole_game_and_refuses_forgeries(service):
+    node = shutil.which("node")
+    if node is None:
+        missing("node is not installed")
+    hook_id, hook_token = service.bot("node-hook")
+    pull_id, pull_token = service.bot("puller")
+    with socket.socket() as s:
+        s.bind((ALLOWED, 0))
+        port = s.getsockname()[1]
+    url = f"http://{ALLOWED}:{port}/"
+    secret = register(service, hook_token, url)
+    proc = subprocess.Popen(
+        [node, str(ROOT / "clients" / "examples" / "webhook_bot.mjs")],
+        env={**os.environ, "ARENA_WEBHOOK_SECRET": secret, "HOST": ALLOWED,
+             "PORT": str(port)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        body = b'{"event": "turn", "delivery": "abc"}'
+        ts = str(int(time.time()))
+        wait_for("the node bot", lambda: _post_or_none(url, body, {}) == 401)
+        assert _post(url, body, {"Arena-Timestamp": ts,
+                                 "Arena-Signature": sign("whsec_guess", ts, body)}) == 401
+        old = str(int(time.time()) - 600)
+        assert _post(url, body, {"Arena-Timestamp": old,
+                                 "Arena-Signature": sign(secret, old, body)}) == 401
+        game = service.call("POST", "/games", pull_token,
+                            {"players": 2, "seats": [hook_id, pull_id], "seed": 3,
+                             "variants": {"target": 3}, "move_limit": 5})
+        assert service.play_by_pull(game["id"], pull_token)["status"] == "finished"
+        assert service.record(game["id"])["timeouts"] == []
+        turns = [d for d in service.deliveries(hook_token, game["id"]) if d["event"] == "turn"]
+        assert turns and {d["outcome"] for d in turns} == {"applied"}
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _post_or_none(url: str, body: bytes, headers: dict[str, str]) -> int | None:
+    try:
+        return _post(url, body, headers)
+    except OSError:
+        return None
+
+
+# --- in one process: a turn delivered twice applies one action ---------------------------
+
+
+def test_a_turn_delivered_twice_applies_at_most_one_action(key_prefix):
+    """Two deliveries of one turn (as after a lease ran out while the first call was still
+    on its way) whose answers differ: the first applies, the second is refused by the
+    version and the Idempotency-Key of that turn, exactly as a pulled duplicate would be."""
+    from service.http.app import create_app
+
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 0, "ARENA_CALLBACK_NETWORKS": f"{ALLOWED}/32"})
+    client = app.test_client()
+    a = client.post("/bots", json={"name": "a"}).json
+    b = client.post("/bots", json={"name": "b"}).json
+    answers = iter(range(10))
+
+    def behave(m: dict[str, Any]) -> tuple[int, bytes, float]:
+        legal = m["view"]["legal_actions"]
+        return 200, json.dumps({"action": legal[next(answers) % len(legal)]}).encode(), 0.0
+
+    url, seen, server = scripted_server(behave)
+    try:
+        r = client.put("/bots/me/callback", json={"url": url},
+                       headers={"Authorization": f"Bearer {a['token']}"})
+        assert r.status_code == 200, r.json
+        callbacks = app.extensions["callbacks"]  # no dispatcher runs in this process
+        g = client.post("/games", json={"players": 2, "seats": [a["id"], b["id"]], "seed": 4,
+                                        "move_limit": 30},
+                        headers={"Authorization": f"Bearer {b['token']}"}).json
+        game = callbacks.store.get_game(g["id"])
+        if game.seats[game.state.turn] != a["id"]:  # let b move first
+            view = client.get(f"/games/{g['id']}",
+                              headers={"Authorization": f"Bearer {b['token']}"}).json
+            client.post(f"/games/{g['id']}/actions", json={"action": view["legal_actions"][0]},
+                        headers={"Authorization": f"Bearer {b['token']}"})
+            game = callbacks.store.get_game(g["id"])
+        cfg = callbacks.config(a["id"])
+        first = callbacks.deliver_turn(a["id"], cfg, game, 5.0)
+        second = callbacks.deliver_turn(a["id"], cfg, game, 5.0)  # the same turn again
+        assert first["outcome"] == "applied"
+        assert second["outcome"] == "refused"
+        assert second["problem"] in ("/problems/idempotency-key-reused",
+                                     "/problems/version-conflict")
+        after = callbacks.store.get_game(g["id"])
+        assert after.version == game.version + 1 and len(after.log) == len(game.log) + 1
+        # the claim keeps a third process from calling at all
+        assert callbacks.try_turn(a["id"], game, cfg) is True
+        assert callbacks.try_turn(a["id"], game, cfg) is False
+        assert len(seen.messages("turn")) == 3
+    finally:
+        server.shutdown()
+
+
+def test_the_guard_judges_the_address_not_the_name():
+    from ipaddress import ip_address
+
+    from service.arena.callbacks import Guard, parse_networks
+
+    closed = Guard()
+    for ip in ("127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.0.1", "169.254.169.254",
+               "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fc00::1", "::ffff:127.0.0.1",
+               "224.0.0.1", "::"):
+        assert not closed.allows(ip_address(ip)), ip
+    for ip in ("93.184.216.34", "2606:4700::1111", "::ffff:93.184.216.34"):
+        assert closed.allows(ip_address(ip)), ip
+    opened = Guard(parse_networks("127.0.0.0/8, fd00::/8"))
+    assert opened.allows(ip_address("127.0.0.5")) and opened.allows(ip_address("fd12::1"))
+    assert opened.allows(ip_address("::ffff:127.0.0.1"))
+    assert not opened.allows(ip_address("10.0.0.1"))
