@@ -206,7 +206,8 @@ def run_phase(url: str, stamps: Stamps, hook: tuple[str, str] | None, games: int
                 t.join()
             _, record = api.call("GET", f"/games/{game['id']}/record")
             last = len(record["actions"]) + 1  # the final version (no joins: seats given)
-            wait_until(lambda: last in stamps.games.get(game["id"], {}), 10, "the stamps")
+            wait_until(lambda last=last, gid=game["id"]: last in stamps.games.get(gid, {}),
+                       10, "the stamps")
             with lock:
                 samples.extend(stamps.latencies(game["id"], 0))
                 timeouts[0] += sum(1 for t in record["timeouts"] if t["seat"] == 0)

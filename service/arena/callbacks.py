@@ -78,7 +78,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import urllib3
@@ -301,6 +301,17 @@ def make_pool(guard: Guard, maxsize: int = 10) -> urllib3.PoolManager:
     return manager
 
 
+class Claim(NamedTuple):
+    """A turn this process has claimed: the game at the claimed version, the seconds left
+    before its deadline (None: no move limit) and the call's time budget."""
+
+    bot_id: str
+    game: Game
+    key: str
+    left: float | None
+    budget: float
+
+
 class CallResult:
     """One call's outcome: ``status`` and ``body`` when an answer came, else ``error``
     (an outcome name of ``OUTCOMES``) and ``detail``."""
@@ -505,11 +516,11 @@ class Callbacks:
 
     # --- a turn ---------------------------------------------------------------------------------
 
-    def try_turn(self, bot_id: str, game: Game, cfg: dict[str, Any] | None = None) -> bool:
-        """Claim ``game`` at its version for ``bot_id`` and deliver the turn; False when
-        another process holds the claim (or had it: the turn was called already)."""
+    def claim_turn(self, bot_id: str, game: Game) -> Claim | None:
+        """Claim ``game`` at its version for ``bot_id``: the claim, or None when it is not
+        the bot's turn or another process holds (or held) this version's claim."""
         if game.status != ACTIVE or game.seats[game.state.turn] != bot_id:
-            return False
+            return None
         now = time.time()
         left = (game.deadline - now) if game.deadline is not None else None
         budget = self.timeout_s if left is None else min(self.timeout_s,
@@ -517,25 +528,38 @@ class Callbacks:
         lease_ms = int((max(budget, 0) + LEASE_MARGIN_S) * 1000)
         key = claim_key(self.p, bot_id, game.id, game.version)
         if not self.store.r.set(key, "calling", nx=True, px=lease_ms):
-            return False
+            return None
+        return Claim(bot_id, game, key, left, budget)
+
+    def run_claimed(self, claim: Claim, cfg: dict[str, Any]) -> dict[str, Any] | None:
+        """Deliver a claimed turn; then the claim becomes a ``done`` marker (no second call
+        for this version, see the module docstring). An unexpected error leaves the claim
+        to expire, so any process calls again after the lease."""
         try:
-            cfg = cfg or self.config(bot_id)
-            if cfg is None:
-                self.store.r.delete(key)
-                return False
-            record = self.deliver_turn(bot_id, cfg, game, budget)
+            record = self.deliver_turn(claim.bot_id, cfg, claim.game, claim.budget)
         except Exception:
             log.exception("callback turn for %s in %s failed; retried after the lease",
-                          bot_id, game.id)
-            return True
-        # done: no second call for this version (until the deadline; see the docstring)
+                          claim.bot_id, claim.game.id)
+            return None
         if record["outcome"] == "applied":
             keep_s = 60.0
-        elif left is None:
+        elif claim.left is None:
             keep_s = NO_DEADLINE_RETRY_S
         else:
-            keep_s = max(left, 0) + LEASE_MARGIN_S
-        self.store.r.set(key, "done", px=int(keep_s * 1000))
+            keep_s = max(claim.left, 0) + LEASE_MARGIN_S
+        self.store.r.set(claim.key, "done", px=int(keep_s * 1000))
+        return record
+
+    def try_turn(self, bot_id: str, game: Game, cfg: dict[str, Any] | None = None) -> bool:
+        """Claim and deliver in one go; False when there was nothing to claim."""
+        claim = self.claim_turn(bot_id, game)
+        if claim is None:
+            return False
+        cfg = cfg or self.config(bot_id)
+        if cfg is None:
+            self.store.r.delete(claim.key)
+            return False
+        self.run_claimed(claim, cfg)
         return True
 
     def deliver_turn(self, bot_id: str, cfg: dict[str, Any], game: Game, budget: float
@@ -687,8 +711,9 @@ class _TurnWaiter(Waiter):
 
 class Dispatcher:
     """Per process: hears webhook bots' turns and calls them (see the module docstring).
-    One loop thread (a greenlet under gevent) finds the work; each call runs in its own
-    thread, at most ``CONCURRENCY`` at once, one at a time per bot."""
+    One loop thread (a greenlet under gevent) hears the wake-ups; one thread per bot at a
+    time looks for its turns and claims them; each claimed turn is called in a thread of
+    its own, at most ``CONCURRENCY`` at once."""
 
     def __init__(self, callbacks: Callbacks, scan_s: float = SCAN_S) -> None:
         self.cb = callbacks
@@ -698,6 +723,7 @@ class Dispatcher:
         self._waiters: dict[str, _TurnWaiter] = {}
         self._busy: set[str] = set()
         self._again: set[str] = set()
+        self._notifying: set[str] = set()
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(CONCURRENCY)
         self._stop = threading.Event()
@@ -735,46 +761,64 @@ class Dispatcher:
             if bot in self._busy:
                 self._again.add(bot)
                 return
-            if not self._slots.acquire(blocking=False):
-                return  # full: the next pass looks again
             self._busy.add(bot)
         threading.Thread(target=self._work, args=(bot,), daemon=True,
                          name="allfours-callback").start()
 
     def _work(self, bot: str) -> None:
-        try:
-            while True:
-                try:
-                    self.process_bot(bot)
-                except Exception:
-                    log.warning("callbacks for bot %s failed", bot, exc_info=True)
-                with self._lock:
-                    if bot not in self._again:
-                        self._busy.discard(bot)
-                        return
-                    self._again.discard(bot)
-        finally:
-            self._slots.release()
+        while True:
+            try:
+                self.process_bot(bot)
+            except Exception:
+                log.warning("callbacks for bot %s failed", bot, exc_info=True)
+            with self._lock:
+                if bot not in self._again:
+                    self._busy.discard(bot)
+                    return
+                self._again.discard(bot)
 
     def process_bot(self, bot: str) -> None:
-        """Deliver every turn of ``bot`` that nobody has claimed, then its notifications.
-        A turn that stays the bot's after its own action (a trick it won, say) is called
-        at once."""
+        """Claim every turn of ``bot`` that nobody has claimed and call each in a thread
+        of its own (a bot in many games is called for all of them at once), then deliver
+        its due notifications. When a call ends the bot is looked at again: a turn that
+        stays the bot's after its own action (a trick it won) is called at once."""
         cb = self.cb
         cfg = cb.config(bot)
         if cfg is None:
             cb.store.r.srem(hooks_key(cb.p), bot)  # an id left without its config
             return
-        cb.notify_due(bot, cfg)
-        for _ in range(1000):
-            called = False
-            for game_id in self.arena.store.bot_turns(bot):
-                game = self.arena.store.get_game(game_id)
-                if game is not None and cb.try_turn(bot, game, cfg):
-                    called = True
-            if not called:
+        for game_id in self.arena.store.bot_turns(bot):
+            game = self.arena.store.get_game(game_id)
+            claim = cb.claim_turn(bot, game) if game is not None else None
+            if claim is None:
+                continue
+            if not self._slots.acquire(blocking=False):  # full: free it for another pass
+                cb.store.r.delete(claim.key)
                 break
-        cb.notify_due(bot, cfg)
+            threading.Thread(target=self._turn, args=(claim, cfg), daemon=True,
+                             name="allfours-callback").start()
+        with self._lock:
+            if bot in self._notifying:
+                return
+            self._notifying.add(bot)
+        threading.Thread(target=self._notify, args=(bot, cfg), daemon=True,
+                         name="allfours-callback-notes").start()
+
+    def _notify(self, bot: str, cfg: dict[str, Any]) -> None:
+        try:
+            self.cb.notify_due(bot, cfg)
+        except Exception:
+            log.warning("notifications for bot %s failed", bot, exc_info=True)
+        finally:
+            with self._lock:
+                self._notifying.discard(bot)
+
+    def _turn(self, claim: Claim, cfg: dict[str, Any]) -> None:
+        try:
+            self.cb.run_claimed(claim, cfg)
+        finally:
+            self._slots.release()
+            self.wake(claim.bot_id)
 
     def run(self) -> None:
         next_scan = 0.0
