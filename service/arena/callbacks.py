@@ -241,7 +241,10 @@ class Guard:
         try:
             ip = ipaddress.ip_address(host.strip("[]").split("%")[0])
         except ValueError:
-            return False
+            try:  # the legacy numeric forms resolvers accept: 0x7f.1, 2130706433, 127.1
+                ip = ipaddress.IPv4Address(socket.inet_aton(host))
+            except OSError:
+                return False
         return not self.allows(ip)
 
 
@@ -374,17 +377,20 @@ def check_url(url: str, guard: Guard) -> str | None:
     """Why ``url`` cannot be a callback URL, or None when it can."""
     if len(url) > MAX_URL:
         return f"at most {MAX_URL} characters"
-    parts = urlsplit(url)
+    if any(ord(ch) <= 0x20 or ord(ch) == 0x7F for ch in url):
+        return "no spaces or control characters in the URL"
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+        urllib3.util.parse_url(url)
+    except (ValueError, urllib3.exceptions.LocationParseError):
+        return "not a URL this service can call (a bad host or port)"
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return "an absolute http or https URL is required"
-    if parts.username or parts.password:
+    if parts.username is not None or parts.password is not None:
         return "no user name or password in the URL"
     if parts.fragment:
         return "no fragment (#...) in the URL"
-    try:
-        _ = parts.port
-    except ValueError:
-        return "the port is not a number from 0 to 65535"
     if guard.literal_refused(parts.hostname):
         return ("the address is private, loopback or link-local, which this service does "
                 "not call (its operator may allow networks: ARENA_CALLBACK_NETWORKS)")

@@ -262,6 +262,8 @@ def test_register_read_replace_and_remove_a_callback(service):
     "ftp://example.org/x", "/relative", "http://user:pw@example.org/", "http://127.0.0.1:8/",
     "http://10.1.2.3/", "http://[::1]:80/", "http://169.254.169.254/latest/meta-data",
     "http://[::ffff:127.0.0.1]/", "http://192.168.1.1/#frag", "http://example.org:99999/",
+    "http://[::1/", "http://exa mple.org/", "http://example.org/\r\nX: y", "http://@/",
+    "http://:80/", "https://[fe80::1%25eth0]/", "http://0x7f.1/", "http://2130706433/",
 ])
 def test_a_url_that_can_never_be_called_is_refused_at_registration(service, url):
     _, token = service.bot("bad-url")
@@ -679,3 +681,18 @@ def test_the_guard_judges_the_address_not_the_name():
     assert opened.allows(ip_address("127.0.0.5")) and opened.allows(ip_address("fd12::1"))
     assert opened.allows(ip_address("::ffff:127.0.0.1"))
     assert not opened.allows(ip_address("10.0.0.1"))
+
+
+def test_the_python_client_registers_reads_and_removes(service):
+    from clients.api import ArenaClient, ArenaError
+
+    client = ArenaClient(service.url)
+    client.register("client-hook")
+    got = client.set_callback(f"http://{ALLOWED}:9/x")
+    assert got["secret"].startswith("whsec_")
+    assert client.callback()["url"] == f"http://{ALLOWED}:9/x"
+    assert client.deliveries() == []
+    client.remove_callback()
+    with pytest.raises(ArenaError) as err:
+        client.callback()
+    assert err.value.kind == "not-found"
