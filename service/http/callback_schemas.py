@@ -11,6 +11,9 @@ from service.arena.callbacks import MAX_URL, OUTCOMES
 from service.http.schemas import ID_PATTERN, ActionIn, Out, Pattern, Strict, View
 
 EVENTS = ["turn", "start", "end"]
+# the shape only (scheme, a host name or address, a port, a path and query); what may be
+# called is decided on the address (``service.arena.callbacks.check_url``)
+URL_RE = r"^https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?([/?][^\s#]*)?$"
 EVENT_DOC = ("turn: it is your move, answer with an action; start: a game you sit in has "
              "begun; end: it is over (the view shows every card). Answers to start and end "
              "are ignored")
@@ -20,7 +23,7 @@ OUTCOME_DOC = "; ".join(f"`{k}`: {v}" for k, v in OUTCOMES.items())
 class CallbackIn(Strict):
     url = fields.Str(
         required=True,
-        validate=validate.Length(1, MAX_URL),
+        validate=[validate.Length(1, MAX_URL), Pattern(URL_RE)],
         metadata={"description": "an absolute http(s) URL the service POSTs your turns to "
                   "(no user:password, no #fragment). A private, loopback or link-local "
                   "address is refused unless the operator allows its network "
