@@ -216,7 +216,10 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 def parse_networks(text: str | Iterable[str]) -> list[IPNetwork]:
     """``"127.0.0.0/8, ::1/128"`` → networks (raises ValueError on a bad one)."""
     items = text.split(",") if isinstance(text, str) else list(text)
-    return [ipaddress.ip_network(x.strip(), strict=False) for x in items if x.strip()]
+    try:
+        return [ipaddress.ip_network(x.strip(), strict=False) for x in items if x.strip()]
+    except ValueError as exc:
+        raise ValueError(f"ARENA_CALLBACK_NETWORKS: {exc}") from None
 
 
 class Guard:
@@ -607,14 +610,13 @@ class Callbacks:
                record: dict[str, Any]) -> None:
         """The answer's action through ``Arena.act``, exactly as a pulled action with
         ``version`` and an ``Idempotency-Key`` of this turn."""
-        from service.http import schemas as s  # the request schema of POST .../actions
+        from service.http.callback_schemas import CallbackAnswer  # POST .../actions' body
 
         try:
             answer = json.loads(raw)
             if not isinstance(answer, dict):
                 raise ValueError("not an object")
-            body = s.ActionIn().load({k: v for k, v in answer.items()
-                                      if k in ("action", "version", "seat")})
+            body = CallbackAnswer().load(answer)
         except Exception as exc:
             detail = "the body must be a JSON object with an action, e.g. {\"action\": \"AS\"}"
             if isinstance(exc, ValueError) and not isinstance(exc, json.JSONDecodeError):

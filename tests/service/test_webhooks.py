@@ -466,7 +466,7 @@ def test_the_example_bot_detects_forged_stale_and_replayed_requests(service, exa
                         {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
                          "move_limit": 5})
     wait_for("a genuine turn request", lambda: bot.messages("turn"))
-    headers, body = bot.requests[0]
+    headers, body = next((h, b) for h, b in bot.requests if json.loads(b)["event"] == "turn")
     genuine = {k: headers[k] for k in ("Arena-Timestamp", "Arena-Signature", "Arena-Delivery",
                                        "Arena-Event")}
     assert genuine["Arena-Signature"] == sign(bot.secret, genuine["Arena-Timestamp"], body)
@@ -630,7 +630,9 @@ def test_a_turn_delivered_twice_applies_at_most_one_action(key_prefix):
 
     def behave(m: dict[str, Any]) -> tuple[int, bytes, float]:
         legal = m["view"]["legal_actions"]
-        return 200, json.dumps({"action": legal[next(answers) % len(legal)]}).encode(), 0.0
+        # a member besides the action is ignored (the contract leaves the answer open)
+        return 200, json.dumps({"action": legal[next(answers) % len(legal)],
+                                "note": "for my logs"}).encode(), 0.0
 
     url, seen, server = scripted_server(behave)
     try:
