@@ -795,8 +795,12 @@ class Dispatcher:
         if cfg is None:
             cb.store.r.srem(hooks_key(cb.p), bot)  # an id left without its config
             return
-        for game_id in self.arena.store.bot_turns(bot):
-            game = self.arena.store.get_game(game_id)
+        store, r = self.arena.store, cb.store.r
+        for game_id in store.bot_turns(bot):
+            version = store.get_version(game_id)
+            if version is None or r.exists(claim_key(cb.p, bot, game_id, version)):
+                continue  # gone, or this turn is being (or was) called: no full read
+            game = store.get_game(game_id)
             claim = cb.claim_turn(bot, game) if game is not None else None
             if claim is None:
                 continue
@@ -805,6 +809,8 @@ class Dispatcher:
                 break
             threading.Thread(target=self._turn, args=(claim, cfg), daemon=True,
                              name="allfours-callback").start()
+        if not r.exists(notify_key(cb.p, bot)):
+            return  # no notification pending
         with self._lock:
             if bot in self._notifying:
                 return
