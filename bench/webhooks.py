@@ -56,7 +56,7 @@ import redis  # noqa: E402
 import requests  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
-from clients.examples.webhook_bot import create_app as example_bot  # noqa: E402
+from clients.examples import webhook_bot  # noqa: E402
 from service.cli.serve import gunicorn_command  # noqa: E402
 from service.storage.embedded import die_with_parent, find_server_binary, free_port, ping  # noqa: E402
 from service.storage.wakeups import game_message  # noqa: E402
@@ -268,7 +268,8 @@ def main() -> None:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         _, reg = Api(url, hook["token"]).call(
             "PUT", "/bots/me/callback", {"url": f"http://{HOST}:{server.server_port}/"})
-        box["app"] = example_bot(reg["secret"])
+        webhook_bot.choose = lambda view, legal: legal[0]  # the same games as by pull
+        box["app"] = webhook_bot.create_app(reg["secret"])
 
         webhook = run_phase(url, stamps, (hook["id"], hook["token"]), args.games, args.tables,
                             args.target, args.move_limit)
