@@ -5,7 +5,7 @@ modules; the same conventions hold (requests ``Strict``, responses closed ``Out`
 
 from __future__ import annotations
 
-from marshmallow import EXCLUDE, fields, validate
+from marshmallow import fields, validate
 
 from service.arena.callbacks import MAX_URL, OUTCOMES
 from service.http.schemas import ID_PATTERN, ActionIn, Out, Pattern, Strict, View
@@ -108,10 +108,6 @@ class CallbackRequest(Out):
 
 
 class CallbackAnswer(ActionIn):
-    """Your answer to a ``turn``: an action as ``POST /games/{game_id}/actions`` takes it.
-    ``version`` defaults to the request's, ``seat`` to the seat in turn; other members are
-    ignored (a bot may say more, for its own logs)."""
-
-    class Meta:
-        unknown = EXCLUDE
-        ordered = True
+    """Your answer to a ``turn``: an action as ``POST /games/{game_id}/actions`` takes it
+    (closed, like every object of the contract: another member makes it a bad answer).
+    ``version`` defaults to the request's, ``seat`` to the seat in turn."""

@@ -349,6 +349,8 @@ BEHAVIOURS: dict[str, tuple[Callable[[dict[str, Any]], tuple[int, bytes, float]]
     "errors": (lambda m: (500, b'{"oops": true}', 0.0), "http-error"),
     "answers garbage": (lambda m: (200, b"<html>not json</html>", 0.0), "bad-answer"),
     "answers a non-action": (lambda m: (200, b'{"action": "fold"}', 0.0), "bad-answer"),
+    "says more than the action": (lambda m: (200, json.dumps({
+        "action": m["view"]["legal_actions"][0], "shout": "hi"}).encode(), 0.0), "bad-answer"),
     "answers too much": (lambda m: (200, b'{"action": "stand", "pad": "'
                                     + b"x" * 40000 + b'"}', 0.0), "bad-answer"),
     "redirects": (lambda m: (307, b"", 0.0), "http-error"),
@@ -630,9 +632,7 @@ def test_a_turn_delivered_twice_applies_at_most_one_action(key_prefix):
 
     def behave(m: dict[str, Any]) -> tuple[int, bytes, float]:
         legal = m["view"]["legal_actions"]
-        # a member besides the action is ignored (the contract leaves the answer open)
-        return 200, json.dumps({"action": legal[next(answers) % len(legal)],
-                                "note": "for my logs"}).encode(), 0.0
+        return 200, json.dumps({"action": legal[next(answers) % len(legal)]}).encode(), 0.0
 
     url, seen, server = scripted_server(behave)
     try:
