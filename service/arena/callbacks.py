@@ -29,7 +29,10 @@ while time is left — never nobody (until the deadline, which the sweeper owns)
 two applied actions (version plus key). Once the call has an outcome the claim becomes a
 ``done`` marker that lives until the deadline has passed: no second call for that
 version. A game with no move limit has no fallback; a failed turn there is called again
-after ``NO_DEADLINE_RETRY_S``.
+after ``NO_DEADLINE_RETRY_S``. A process killed after the action applied but before it
+wrote the delivery record leaves no record of that call (the game has the action; nothing
+is called again, since the turn is over). The repair pass costs each process, every
+``SCAN_S``, a few small reads per webhook bot and per game where it is that bot's turn.
 
 **Timeouts and retries.** The call's whole time budget is the time left before the
 deadline minus ``DEADLINE_MARGIN_S`` (at most ``ARENA_CALLBACK_TIMEOUT``); connect and

@@ -698,3 +698,90 @@ def test_the_python_client_registers_reads_and_removes(service):
     with pytest.raises(ArenaError) as err:
         client.callback()
     assert err.value.kind == "not-found"
+
+
+def test_only_calls_without_an_answer_are_retried_and_boundedly(service):
+    """A server that accepts and hangs up without answering, and a port where nothing
+    listens: each call is tried 1 + ARENA_CALLBACK_RETRIES (2) times, then given up; a
+    server that answers (even badly) is called once (the failure tests above)."""
+    listener = socket.socket()
+    listener.bind((ALLOWED, 0))
+    listener.listen(16)
+    listener.settimeout(0.1)
+    accepted = [0]
+    stop = threading.Event()
+
+    def hang_up() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            accepted[0] += 1
+            conn.recv(65536)
+            conn.close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    with socket.socket() as s:
+        s.bind((ALLOWED, 0))
+        closed_port = s.getsockname()[1]  # nothing listens here once closed
+    try:
+        cases = {}
+        for name, url in (("no-answer", f"http://{ALLOWED}:{listener.getsockname()[1]}/"),
+                          ("connect-failed", f"http://{ALLOWED}:{closed_port}/")):
+            hook_id, hook_token = service.bot(f"silent-{name}")
+            pull_id, pull_token = service.bot("puller")
+            register(service, hook_token, url)
+            game = service.call("POST", "/games", pull_token,
+                                {"players": 2, "seats": [pull_id, hook_id], "seed": 11,
+                                 "move_limit": 5})
+            # the puller plays until the silent bot's first turn has been given up
+            def given_up(t: str = hook_token, g: str = game["id"]) -> list[dict[str, Any]]:
+                return [d for d in service.deliveries(t, g) if d["event"] == "turn"]
+
+            service.play_by_pull(game["id"], pull_token, until=given_up, seconds=30)
+            turns = given_up()
+            cases[name] = turns[-1]
+        assert accepted[0] >= 3
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    for name, record in cases.items():
+        assert record["outcome"] == name and record["attempts"] == 3, record
+        assert record["status"] is None
+
+
+def test_a_game_that_starts_by_a_join_or_ends_queues_notifications(key_prefix):
+    """start when the last seat is taken (a join), end when the game is over: queued for
+    every webhook bot seated there (no dispatcher runs here, so they stay queued)."""
+    from service.arena.callbacks import notify_key
+    from service.http.app import create_app
+
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 0, "ARENA_CALLBACK_NETWORKS": f"{ALLOWED}/32"})
+    c = app.test_client()
+    a = c.post("/bots", json={"name": "a"}).json
+    b = c.post("/bots", json={"name": "b"}).json
+    auth_a = {"Authorization": f"Bearer {a['token']}"}
+    auth_b = {"Authorization": f"Bearer {b['token']}"}
+    assert c.put("/bots/me/callback", json={"url": f"http://{ALLOWED}:9/"},
+                 headers=auth_a).status_code == 200
+    g = c.post("/games", json={"players": 2, "variants": {"target": 1}}, headers=auth_a).json
+    r = app.extensions["callbacks"].store.r
+    key = notify_key(key_prefix, a["id"])
+    assert r.zrange(key, 0, -1) == []  # waiting for a player: not started
+    assert c.post(f"/games/{g['id']}/seats/1", headers=auth_b).status_code == 200
+    assert r.zrange(key, 0, -1) == [f"start:{g['id']}".encode()]
+    assert r.zrange(notify_key(key_prefix, b["id"]), 0, -1) == []  # b has no callback
+    for _ in range(500):  # play it out by pull (a's callback is never called here)
+        view = c.get(f"/games/{g['id']}").json
+        if view["status"] == "finished":
+            break
+        token = auth_a if view["seats"][view["turn"]]["bot_id"] == a["id"] else auth_b
+        mine = c.get(f"/games/{g['id']}", headers=token).json
+        c.post(f"/games/{g['id']}/actions", json={"action": mine["legal_actions"][0],
+                                                  "version": mine["version"]}, headers=token)
+    assert sorted(r.zrange(key, 0, -1)) == sorted([f"start:{g['id']}".encode(),
+                                                   f"end:{g['id']}".encode()])
