@@ -768,14 +768,16 @@ def test_a_game_that_starts_by_a_join_or_ends_queues_notifications(key_prefix):
     auth_b = {"Authorization": f"Bearer {b['token']}"}
     assert c.put("/bots/me/callback", json={"url": f"http://{ALLOWED}:9/"},
                  headers=auth_a).status_code == 200
-    g = c.post("/games", json={"players": 2, "variants": {"target": 1}}, headers=auth_a).json
+    # target 4: more than a kick can score (R6), so the game cannot be over before it starts
+    g = c.post("/games", json={"players": 2, "variants": {"target": 4}}, headers=auth_a).json
     r = app.extensions["callbacks"].store.r
     key = notify_key(key_prefix, a["id"])
     assert r.zrange(key, 0, -1) == []  # waiting for a player: not started
-    assert c.post(f"/games/{g['id']}/seats/1", headers=auth_b).status_code == 200
+    joined = c.post(f"/games/{g['id']}/seats/1", headers=auth_b)
+    assert joined.status_code == 200, joined.json
     assert r.zrange(key, 0, -1) == [f"start:{g['id']}".encode()]
     assert r.zrange(notify_key(key_prefix, b["id"]), 0, -1) == []  # b has no callback
-    for _ in range(500):  # play it out by pull (a's callback is never called here)
+    for _ in range(2000):  # play it out by pull (a's callback is never called here)
         view = c.get(f"/games/{g['id']}").json
         if view["status"] == "finished":
             break
