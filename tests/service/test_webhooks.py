@@ -196,6 +196,7 @@ def example_bots() -> Iterator[Callable[[Service, str], ExampleBot]]:
     yield start
     for s in servers:
         s.shutdown()
+        s.server_close()
 
 
 class Scripted(ThreadingHTTPServer):
@@ -380,6 +381,7 @@ def test_a_failing_webhook_bot_gets_the_default_action_and_sees_why(service, nam
         service.play_by_pull(gid, pull_token, until=two_failures, seconds=60)
     finally:
         server.shutdown()
+        server.server_close()
     # R-independent policy: the seat in turn got the default action at the deadline
     timeouts = [t for t in service.record(gid)["timeouts"] if t["seat"] == 0]
     assert timeouts
@@ -555,20 +557,23 @@ def test_a_worker_killed_mid_delivery_leaves_the_turn_to_another(service):
         pid = _worker_holding(wait_for("the held call", lambda: held and held[0]))
         os.kill(pid, signal.SIGKILL)
         version = calls[0]
-        wait_for("the turn called again", lambda: len(calls) >= 2, seconds=40)
+        wait_for(f"the turn called again ({calls}, killed {pid})", lambda: len(calls) >= 2,
+                 seconds=40)
         wait_for("the second call applied", lambda: [
             d for d in service.deliveries(hook_token, gid)
             if d["version"] == version and d["outcome"] == "applied"], seconds=20)
         release.set()
         assert calls[1] == version  # the same turn, by another process
-        assert service.record(gid)["timeouts"] == []  # applied in time: no default action
         records = [d for d in service.deliveries(hook_token, gid)
                    if d["version"] == version and d["event"] == "turn"]
-        assert [d["outcome"] for d in records] == ["applied"]  # the dead one wrote nothing
+        # applied in time (no default action), and the dead one wrote nothing
+        assert service.record(gid)["timeouts"] == [], records
+        assert [d["outcome"] for d in records] == ["applied"], records
         service.play_by_pull(gid, pull_token, seconds=120)
     finally:
         release.set()
         server.shutdown()
+        server.server_close()
 
 
 def test_the_node_example_bot_plays_a_whole_game_and_refuses_forgeries(service):
@@ -665,6 +670,7 @@ def test_a_turn_delivered_twice_applies_at_most_one_action(key_prefix):
         assert len(seen.messages("turn")) == 3
     finally:
         server.shutdown()
+        server.server_close()
 
 
 def test_the_guard_judges_the_address_not_the_name():
