@@ -75,6 +75,11 @@ ENDPOINTS: dict[str, Endpoint] = {
     "getBotsMe": Endpoint("GET", "/bots/me"),
     "getBotsMeTurns": Endpoint("GET", "/bots/me/turns"),
     "getBotsBotId": Endpoint("GET", "/bots/{bot_id}"),
+    # webhook bots: a retried PUT answers with the newest secret, the one that counts
+    "putBotsMeCallback": Endpoint("PUT", "/bots/me/callback"),
+    "getBotsMeCallback": Endpoint("GET", "/bots/me/callback"),
+    "deleteBotsMeCallback": Endpoint("DELETE", "/bots/me/callback", safe=False),
+    "getBotsMeCallbackDeliveries": Endpoint("GET", "/bots/me/callback/deliveries"),
     "postGames": Endpoint("POST", "/games", safe=False),
     "getGames": Endpoint("GET", "/games"),
     "getGamesGameId": Endpoint("GET", "/games/{game_id}"),
@@ -523,6 +528,27 @@ class ArenaClient:
     def bot(self, bot_id: str) -> Bot:
         """``GET /bots/{bot_id}``."""
         return Bot.of(self._call("getBotsBotId", bot_id=bot_id))
+
+    def set_callback(self, url: str) -> JSON:
+        """``PUT /bots/me/callback``: the service calls ``url`` on this bot's turns from now
+        on; returns ``url``, ``created`` and the signing ``secret`` (shown only here)."""
+        return dict(self._call("putBotsMeCallback", json={"url": url}))
+
+    def callback(self) -> JSON:
+        """``GET /bots/me/callback``: the registered URL (``ArenaError`` not-found if none)."""
+        return dict(self._call("getBotsMeCallback"))
+
+    def remove_callback(self) -> None:
+        """``DELETE /bots/me/callback``: back to playing by pull."""
+        self._send("deleteBotsMeCallback", {})
+
+    def deliveries(self, limit: int = 50, game_id: str | None = None) -> list[JSON]:
+        """``GET /bots/me/callback/deliveries``: what became of the service's calls, newest
+        first (``outcome``, ``status``, ``detail``...)."""
+        params: JSON = {"limit": limit}
+        if game_id is not None:
+            params["game_id"] = game_id
+        return list(self._call("getBotsMeCallbackDeliveries", params=params)["deliveries"])
 
     def my_turns(self, timeout: float = 25.0, playing: Iterable[str] = ()) -> BotTurns:
         """``GET /bots/me/turns``: games where it is this bot's turn; waits up to ``timeout``

@@ -146,6 +146,10 @@ class Arena(Waiting):
         # a tournament or a ladder. Best effort: a failure is logged and the sweeper's periodic
         # re-check of open tournaments repairs it.
         self.on_finish: list[Callable[[Game], None]] = []
+        # Called with (game, status) when a game becomes active or finished, by the process
+        # that committed it (webhook start/end notifications, ``service.arena.callbacks``).
+        # Best effort, like ``on_finish``.
+        self.on_status: list[Callable[[Game, str], None]] = []
         # game id -> the feed this process's event streams of that game share
         # (``service.arena.fanout``): one read per change per process, whatever the viewers.
         self._feeds: dict[str, Feed] = {}
@@ -202,7 +206,16 @@ class Arena(Waiting):
         ``Wakeups.shut_down``); a commit in flight is not touched and finishes."""
         self.wakeups.shut_down()
 
+    def _status_changed(self, game: Game, status: str) -> None:
+        for hook in self.on_status:
+            try:
+                hook(game, status)
+            except Exception:
+                log.exception("status hook failed for game %s", game.id)
+
     def _finished(self, game: Game, status: str) -> None:
+        if status == FINISHED:
+            self._status_changed(game, status)
         if status != FINISHED or not (game.meta.get("tournament") or game.meta.get("ladder")):
             return
         for hook in self.on_finish:
@@ -276,6 +289,8 @@ class Arena(Waiting):
             meta["move_limit"] = self.person_move_limit
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status))
+        if status == ACTIVE:
+            self._status_changed(game, status)
         return self.summary(game)
 
     def get(self, game_id: str) -> Game:
@@ -402,6 +417,8 @@ class Arena(Waiting):
             )
             if code == 1:
                 game.meta, game.status, game.version = meta, status, int(value)
+                if status == ACTIVE:
+                    self._status_changed(game, status)
                 return self.render(game, state, seat, game.version, status, deadline, updated)
             if code == -1:
                 raise Problem("not-found", "no such game")

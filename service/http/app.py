@@ -15,11 +15,21 @@ from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
 from service import metrics
+from service.arena.callbacks import DEFAULTS as CALLBACK_DEFAULTS
+from service.arena.callbacks import Callbacks
 from service.arena.games import Arena
 from service.arena.ladder import DEFAULTS as LADDER_DEFAULTS
 from service.arena.ladder import Ladders
 from service.arena.tournaments import Tournaments
-from service.http import ladder_routes, limits, observe, pages, routes, security_headers
+from service.http import (
+    callback_routes,
+    ladder_routes,
+    limits,
+    observe,
+    pages,
+    routes,
+    security_headers,
+)
 from service.http.openapi import spec_yaml
 from service.http.problems import register_error_handlers
 from service.storage import redis_client
@@ -47,6 +57,9 @@ DEFAULTS: dict[str, Any] = {
     # open connections per worker (gunicorn's worker_connections, service.http.gunicorn_conf):
     # the Redis pool is sized from it (redis_client.pool_size)
     "ARENA_WORKER_CONNECTIONS": 2000,
+    # webhook bots: networks callbacks may reach, time budget, retries, answer size cap
+    # (service/arena/callbacks.py)
+    **CALLBACK_DEFAULTS,
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
@@ -91,12 +104,15 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     arena.wakeups.confirm_s = redis_timeout
     app.extensions["tournaments"] = Tournaments(arena)
     app.extensions["ladders"] = Ladders(arena, app.config)
+    callbacks = app.extensions["callbacks"] = Callbacks(arena, app.config)
+    arena.on_status.append(callbacks.game_changed)
 
     register_error_handlers(app)
     observe.install(app)  # per request: metrics, X-Request-ID, one JSON access line
     metrics.install(app)  # GET /metrics
     app.register_blueprint(routes.bp)
     app.register_blueprint(ladder_routes.bp)  # /ladders/...
+    app.register_blueprint(callback_routes.bp)  # PUT/GET/DELETE /bots/me/callback...
     app.register_blueprint(pages.bp)  # the pages for people: /, /games/{id} (HTML)
     docs = get_swaggerui_blueprint(
         "/docs", "/openapi.yaml",

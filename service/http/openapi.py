@@ -16,6 +16,7 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
+from service.http import callback_schemas as cs
 from service.http import limits
 from service.http import schemas as s
 from service.http.problems import KINDS
@@ -129,6 +130,9 @@ _RATE_LIMIT_FIELDS = {
 }
 
 
+_SUCCESS = {200: "OK", 201: "Created", 204: "No Content"}
+
+
 def _path(rule: str) -> str:
     return re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule)
 
@@ -179,8 +183,9 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         content = {op.content_type: {"schema": {"type": "string"}}}
     for media, what in op.also.items():
         content[media] = {"schema": {"type": "string", "description": what}}
-    ok: dict[str, Any] = {"description": "OK" if op.status == 200 else "Created",
-                          "content": content}
+    ok: dict[str, Any] = {"description": _SUCCESS[op.status]}
+    if content or op.status != 204:
+        ok["content"] = content
     if op.response_headers or op.limited:
         ok["headers"] = {**op.response_headers, **(_RATE_LIMIT_FIELDS if op.limited else {})}
     if op.status == 201:
@@ -226,6 +231,8 @@ def build_spec(app: Flask) -> APISpec:
     )
     spec.components.schema("Problem", schema=s.ProblemSchema)
     spec.components.schema("Variants", schema=s.VariantsOut)
+    spec.components.schema("CallbackRequest", schema=cs.CallbackRequest)
+    spec.components.schema("CallbackAnswer", schema=cs.CallbackAnswer)
     for schema in s.EVENTS.values():
         spec.components.schema(schema.__name__, schema=schema)
     spec.components.schema("Event", {
@@ -294,6 +301,88 @@ def _tournament_rules(doc: dict[str, Any]) -> None:
     ]
 
 
+_WEBHOOK_HEADERS = [
+    {"name": "Arena-Timestamp", "in": "header", "required": True,
+     "description": "unix seconds when the request was signed (the service's clock): refuse "
+     "one more than a minute from yours",
+     "schema": {"type": "string", "pattern": "^[0-9]{1,12}$"}},
+    {"name": "Arena-Signature", "in": "header", "required": True,
+     "description": "`sha256=` and the lower-case hex HMAC-SHA256, keyed with your secret's "
+     "UTF-8 bytes (from `PUT /bots/me/callback`), of the timestamp, a `.`, and the exact "
+     "body bytes; compare in constant time",
+     "schema": {"type": "string", "pattern": "^sha256=[0-9a-f]{64}$"}},
+    {"name": "Arena-Delivery", "in": "header", "required": True,
+     "description": "the request's id (the body's `delivery`): refuse one you have seen",
+     "schema": {"type": "string"}},
+    {"name": "Arena-Event", "in": "header", "required": True,
+     "description": "`turn`, `start` or `end` (the body's `event`)",
+     "schema": {"type": "string", "enum": ["turn", "start", "end"]}},
+]
+
+_WEBHOOK_TEXT = """\
+Sent by the service to a bot's callback URL (`PUT /bots/me/callback`) from any of its
+processes, over one pool of keep-alive connections. The connection goes only to a public
+address or one inside the operator's `ARENA_CALLBACK_NETWORKS` (checked on the address
+resolved at connection time); redirects are not followed (a 3xx is a failed call) and at
+most `ARENA_CALLBACK_MAX_BYTES` (16384 by default) of the answer are read, uncompressed.
+The whole call — connecting, retries, reading — must fit in the time before the move
+deadline (less a margin) and in `ARENA_CALLBACK_TIMEOUT` (10 s by default). A call is
+retried (at most `ARENA_CALLBACK_RETRIES` times, 2 by default, each a new `delivery` id
+and signature) only when no answer arrived: the connection was refused, reset, or timed
+out while connecting. An answer of any kind is final.
+"""
+
+
+def webhooks() -> dict[str, Any]:
+    """The requests the service sends (OpenAPI 3.1 ``webhooks``), so a bot author can
+    generate the server side too."""
+    body = {"required": True, "content": {"application/json": {
+        "schema": {"$ref": "#/components/schemas/CallbackRequest"}}}}
+    turn = {
+        "operationId": "callbackTurn",
+        "summary": "Your turn: answer with the action to play",
+        "description": _WEBHOOK_TEXT + """
+Answer `200` with `{"action": "<one of view.legal_actions>"}` before `deadline`. The
+service applies it as `POST /games/{game_id}/actions` with `version` = the request's
+`version` and `Idempotency-Key: callback-<version>`: the same rules, refusals and
+idempotency, so a turn delivered twice (a process died mid-call and another called
+again) applies at most one action, and an answer to a position that has moved on is
+refused, never applied to the new one. Any other answer — another status, a body that is
+not an action, an illegal action, no answer in time — applies nothing: the seat keeps its
+turn (you may still act by pull) and at the deadline gets the default action. Each
+delivery's outcome is in `GET /bots/me/callback/deliveries`, and the next `turn` in that
+game carries the last failed one as `last_failure`.
+""",
+        "parameters": _WEBHOOK_HEADERS,
+        "requestBody": body,
+        "responses": {
+            "200": {"description": "the action to play", "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/CallbackAnswer"},
+                "example": {"action": "AS"}}}},
+            "default": {"description": "anything else: nothing is applied (see above)"},
+        },
+    }
+
+    def note(event: str, what: str) -> dict[str, Any]:
+        return {"post": {
+            "operationId": f"callback{event.capitalize()}",
+            "summary": what,
+            "description": _WEBHOOK_TEXT + "\nThe answer is ignored (any 2xx is recorded "
+            "as `delivered`). Queued by the process that saw the game start or end and "
+            "retried where no answer came; a process that dies between the change and "
+            "queueing it loses the notification (the game itself is unaffected).",
+            "parameters": _WEBHOOK_HEADERS,
+            "requestBody": body,
+            "responses": {"2XX": {"description": "received"}},
+        }}
+
+    return {
+        "turn": {"post": turn},
+        "start": note("start", "A game you sit in has begun (every seat taken)"),
+        "end": note("end", "A game you sit in is over (`view` shows every card)"),
+    }
+
+
 class _Dumper(yaml.SafeDumper):
     """No anchors/aliases (some tools mishandle them) and block style for long text."""
 
@@ -314,6 +403,7 @@ def spec_yaml(app: Flask) -> str:
     raw = build_spec(app).to_dict()
     _seats_per_players(raw)
     _tournament_rules(raw)
+    raw["webhooks"] = webhooks()
     doc = {k: raw[k] for k in ("openapi", "info", "paths", "components") if k in raw}
     doc.update(raw)
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False,

@@ -111,3 +111,22 @@ def test_where_a_token_is_optional_an_unknown_one_is_401_as_documented(api):
 def test_the_contract_states_the_rule(client):
     text = spec(client)["info"]["description"]
     assert "Authorization" in text and "ignored" in text
+
+
+# the webhook operations (issue 14): each needs the bot's own token
+CALLBACK_OPERATIONS = {("PUT", "/bots/me/callback"), ("GET", "/bots/me/callback"),
+                       ("DELETE", "/bots/me/callback"),
+                       ("GET", "/bots/me/callback/deliveries")}
+
+
+def test_the_callback_operations_need_the_bots_token(api):
+    doc = spec(api.c)
+    listed = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops
+              if p.startswith("/bots/me/callback")}
+    assert listed == CALLBACK_OPERATIONS
+    for method, path in sorted(CALLBACK_OPERATIONS):
+        assert doc["paths"][path][method.lower()]["security"] == [{"bearer": []}]
+        body = {"url": "https://example.org/hook"} if method == "PUT" else None
+        for headers in ({}, UNKNOWN, MALFORMED, ADMIN):
+            r = api.c.open(path, method=method, json=body, headers=headers)
+            assert r.status_code == 401, (method, path, headers, r.json)

@@ -1,0 +1,82 @@
+"""HTTP routes of webhook bots: register, read and remove a callback URL, and read the
+delivery records (``service.arena.callbacks`` does the work). Declared with ``@operation``
+like every route, so they are in ``openapi.yaml``, checked and rate limited the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app
+
+from service.arena.callbacks import Callbacks
+from service.http import callback_schemas as cs
+from service.http.routes import operation, respond, sch
+
+bp = Blueprint("callbacks", __name__)
+
+_SIGNING = (
+    "Every request the service sends is signed: `Arena-Timestamp` (unix seconds) and "
+    "`Arena-Signature: sha256=<hex>`, the HMAC-SHA256 keyed with the secret's UTF-8 bytes "
+    "of `<timestamp>.` followed by the exact body. Check it, refuse a timestamp more than "
+    "a minute from your clock and a `delivery` id you have seen (a replay). "
+    "`clients/examples/webhook_bot.py` does all three."
+)
+
+
+def callbacks() -> Callbacks:
+    return current_app.extensions["callbacks"]
+
+
+@bp.put("/bots/me/callback")
+@operation(
+    summary="Register (or replace) your callback URL: the service calls you on your turns",
+    description="From now on, whenever it is your turn in a game, the service POSTs a "
+    "`turn` request (see `webhooks` in this contract) to this URL with your seat's view and "
+    "applies the action in your answer, exactly as if you had sent it to `POST "
+    "/games/{game_id}/actions` with the view's `version` and an `Idempotency-Key`. It also "
+    "sends `start` and `end` when a game you sit in begins and ends. A failed call (an "
+    "error status, no answer before the deadline, a body that is not an action, an illegal "
+    "action) applies nothing: your seat keeps its turn and, at the move deadline, gets the "
+    "default action; `GET /bots/me/callback/deliveries` says what happened, and your next "
+    "`turn` request in that game carries it as `last_failure`. You may still act by pull "
+    "at any time. " + _SIGNING + " Answers a new secret, shown only here; registering "
+    "again replaces both URL and secret.",
+    tags=("bots",),
+    body=cs.CallbackIn,
+    response=cs.CallbackCreated,
+    auth="required",
+    example={"url": "https://bots.example.org/allfours"},
+)
+def put_callback(bot_id: str, body: dict[str, Any]) -> Response:
+    return respond(sch(cs.CallbackCreated), callbacks().register(bot_id, body["url"]))
+
+
+@bp.get("/bots/me/callback")
+@operation(summary="Your callback URL (never the secret)", tags=("bots",),
+           response=cs.Callback, auth="required", errors=(404,))
+def get_callback(bot_id: str) -> Response:
+    return respond(sch(cs.Callback), callbacks().registration(bot_id))
+
+
+@bp.delete("/bots/me/callback")
+@operation(summary="Remove your callback URL: you play by pull again", tags=("bots",),
+           response=None, status=204, auth="required", errors=(404,))
+def delete_callback(bot_id: str) -> Response:
+    callbacks().remove(bot_id)
+    return Response(status=204)
+
+
+@bp.get("/bots/me/callback/deliveries")
+@operation(
+    summary="What happened to the service's calls to you, newest first",
+    description="One record per delivery (a turn, a start, an end): its outcome, your "
+    "status, the action your answer named and, when it was not applied, why. The latest "
+    "200 are kept.",
+    tags=("bots",),
+    query=cs.DeliveriesQuery,
+    response=cs.DeliveryList,
+    auth="required",
+)
+def get_deliveries(bot_id: str, query: dict[str, Any]) -> Response:
+    items = callbacks().deliveries(bot_id, query["limit"], query.get("game_id"))
+    return respond(sch(cs.DeliveryList), {"deliveries": items})

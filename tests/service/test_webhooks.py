@@ -1,0 +1,796 @@
+"""Webhook bots (issue 14, push): the service calls a bot's own HTTP server on its turns.
+
+Everything here is real: the service is gunicorn with gevent workers (two, so two
+dispatchers race for every turn) on the shared Redis under a key prefix of its own, and
+the webhook bots are HTTP servers on loopback — the copyable example bot
+(``clients/examples/webhook_bot.py``) and scripted ones that stall, fail, talk nonsense
+or play an illegal card. The operator setting allows only ``127.0.0.2/32``: the bots
+listen there, and ``localhost`` (127.0.0.1, ::1) stands for an address the service must
+never call.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+import requests
+from werkzeug.serving import make_server
+
+from clients.examples.webhook_bot import create_app as example_bot
+from service.arena.callbacks import sign
+from service.storage.embedded import free_port
+from tests.conftest import REDIS_URL, missing
+from tests.contract import CONTRACT, ROOT
+
+ALLOWED = "127.0.0.2"  # the only network the service may call (ARENA_CALLBACK_NETWORKS)
+REQUEST_SCHEMA = {"$ref": "#/components/schemas/CallbackRequest"}
+
+
+def wait_for(what: str, check: Callable[[], Any], seconds: float = 30.0) -> Any:
+    end = time.monotonic() + seconds
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+class Service:
+    def __init__(self, url: str, proc: subprocess.Popen[bytes]) -> None:
+        self.url = url
+        self.proc = proc
+
+    def call(self, method: str, path: str, token: str | None = None, body: Any = None,
+             ok: tuple[int, ...] = (200, 201, 204), **params: Any) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        r = requests.request(method, self.url + path, json=body, headers=headers,
+                             params=params, timeout=30)
+        assert r.status_code in ok, (method, path, r.status_code, r.text)
+        return r.json() if r.content else None
+
+    def bot(self, name: str) -> tuple[str, str]:
+        b = self.call("POST", "/bots", body={"name": name})
+        return b["id"], b["token"]
+
+    def record(self, game_id: str) -> dict[str, Any]:
+        return self.call("GET", f"/games/{game_id}/record")
+
+    def deliveries(self, token: str, game_id: str | None = None) -> list[dict[str, Any]]:
+        q = {"game_id": game_id} if game_id else {}
+        return self.call("GET", "/bots/me/callback/deliveries", token, limit=200,
+                         **q)["deliveries"]
+
+    def play_by_pull(self, game_id: str, token: str, until: Callable[[], bool] | None = None,
+                     seconds: float = 120.0) -> dict[str, Any]:
+        """A pulling bot: wait for its turn, play the first legal action, to the end (or
+        until ``until()``)."""
+        end = time.monotonic() + seconds
+        after = 0
+        while time.monotonic() < end:
+            if until is not None and until():
+                return {}
+            ans = self.call("GET", f"/games/{game_id}/turn", token, timeout=1, after=after)
+            view = ans["view"]
+            after = view["version"]
+            if view["status"] == "finished":
+                return view
+            if view["your_turn"]:
+                self.call("POST", f"/games/{game_id}/actions", token,
+                          {"action": view["legal_actions"][0], "version": view["version"]},
+                          ok=(200, 409))
+        raise AssertionError("the game did not finish")
+
+
+@pytest.fixture(scope="module")
+def service(redis_client) -> Iterator[Service]:
+    prefix = f"aftest:{uuid.uuid4().hex[:12]}:"
+    port = free_port()
+    env = {**os.environ, "REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": prefix,
+           "ARENA_RATE_LIMIT": "0", "ARENA_CALLBACK_NETWORKS": f"{ALLOWED}/32",
+           "ARENA_CALLBACK_TIMEOUT": "6", "ARENA_ACCESS_LOG": "0"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "python:service.http.gunicorn_conf",
+         "--bind", f"127.0.0.1:{port}", "--workers", "2", "service.http.wsgi:app"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        end = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url + "/healthz", timeout=2).read()
+                break
+            except OSError:
+                assert time.monotonic() < end and proc.poll() is None, "no service"
+                time.sleep(0.1)
+        yield Service(url, proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        keys = list(redis_client.scan_iter(match=f"{prefix}*", count=1000))
+        for i in range(0, len(keys), 500):
+            redis_client.delete(*keys[i:i + 500])
+
+
+class Seen:
+    """What a bot server received: (headers, body) per request, in order."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.lock = threading.Lock()
+
+    def add(self, headers: dict[str, str], body: bytes) -> None:
+        errors = CONTRACT.errors(REQUEST_SCHEMA, json.loads(body))
+        assert not errors, errors  # the request fits the contract's webhooks
+        with self.lock:
+            self.requests.append((headers, body))
+
+    def messages(self, event: str | None = None) -> list[dict[str, Any]]:
+        with self.lock:
+            out = [json.loads(b) for _, b in self.requests]
+        return [m for m in out if event is None or m["event"] == event]
+
+
+def _recording(app: Any, seen: Seen) -> Any:
+    """WSGI middleware keeping each request's headers and body in ``seen``."""
+
+    def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
+        body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+        headers = {k[5:].replace("_", "-").title(): v for k, v in environ.items()
+                   if k.startswith("HTTP_")}
+        seen.add(headers, body)
+        environ["wsgi.input"] = io.BytesIO(body)
+        return app(environ, start_response)
+
+    return wsgi
+
+
+class ExampleBot(Seen):
+    url = ""
+    secret = ""
+
+
+@pytest.fixture
+def example_bots() -> Iterator[Callable[[Service, str], ExampleBot]]:
+    """start(service, token): the copyable example bot (clients/examples/webhook_bot.py),
+    served for real on the allowed address and registered as the bot's callback, knowing
+    the secret the registration answered."""
+    servers = []
+
+    def start(service: Service, token: str) -> ExampleBot:
+        seen = ExampleBot()
+        box: dict[str, Any] = {}
+
+        def app(environ: dict[str, Any], start_response: Any) -> Any:
+            return box["app"](environ, start_response)
+
+        server = make_server(ALLOWED, 0, _recording(app, seen), threaded=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        seen.url = f"http://{ALLOWED}:{server.server_port}/"
+        seen.secret = register(service, token, seen.url)
+        box["app"] = example_bot(seen.secret)
+        return seen
+
+    yield start
+    for s in servers:
+        s.shutdown()
+        s.server_close()
+
+
+class Scripted(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+def scripted_server(behave: Callable[[dict[str, Any]], tuple[int, bytes, float]],
+                    host: str = ALLOWED) -> tuple[str, Seen, Scripted]:
+    """A bot server whose answer to each request is ``behave(message)``: (status, body,
+    seconds to stall first)."""
+    seen = Seen()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.add(dict(self.headers), body)
+            status, out, stall = behave(json.loads(body))
+            time.sleep(stall)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+            except OSError:
+                pass
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = Scripted((host, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://{host}:{server.server_port}/", seen, server
+
+
+def register(service: Service, token: str, url: str) -> str:
+    ans = service.call("PUT", "/bots/me/callback", token, {"url": url})
+    assert ans["url"] == url and ans["secret"].startswith("whsec_")
+    return ans["secret"]
+
+
+# --- registration ----------------------------------------------------------------------------
+
+
+def test_register_read_replace_and_remove_a_callback(service):
+    _, token = service.bot("hooked")
+    assert service.call("GET", "/bots/me/callback", token, ok=(404,))["type"] == \
+        "/problems/not-found"
+    first = register(service, token, f"http://{ALLOWED}:9/a")
+    got = service.call("GET", "/bots/me/callback", token)
+    assert got["url"] == f"http://{ALLOWED}:9/a" and "secret" not in got
+    second = register(service, token, f"https://{ALLOWED}:9/b")  # replaced, new secret
+    assert second != first
+    assert service.call("GET", "/bots/me/callback", token)["url"] == f"https://{ALLOWED}:9/b"
+    assert service.call("DELETE", "/bots/me/callback", token) is None
+    service.call("DELETE", "/bots/me/callback", token, ok=(404,))
+    service.call("GET", "/bots/me/callback", token, ok=(404,))
+    service.call("PUT", "/bots/me/callback", None, {"url": "http://x.example/"}, ok=(401,))
+
+
+@pytest.mark.parametrize("url", [
+    "ftp://example.org/x", "/relative", "http://user:pw@example.org/", "http://127.0.0.1:8/",
+    "http://10.1.2.3/", "http://[::1]:80/", "http://169.254.169.254/latest/meta-data",
+    "http://[::ffff:127.0.0.1]/", "http://192.168.1.1/#frag", "http://example.org:99999/",
+    "http://[::1/", "http://exa mple.org/", "http://example.org/\r\nX: y", "http://@/",
+    "http://:80/", "https://[fe80::1%25eth0]/", "http://0x7f.1/", "http://2130706433/",
+])
+def test_a_url_that_can_never_be_called_is_refused_at_registration(service, url):
+    _, token = service.bot("bad-url")
+    r = service.call("PUT", "/bots/me/callback", token, {"url": url}, ok=(422,))
+    assert r["type"] == "/problems/validation" and "url" in r["errors"]
+    service.call("GET", "/bots/me/callback", token, ok=(404,))
+
+
+# --- whole games -------------------------------------------------------------------------------
+
+
+def test_a_webhook_bot_plays_a_whole_game_against_a_pulling_bot(service, example_bots):
+    hook_id, hook_token = service.bot("webhook")
+    pull_id, pull_token = service.bot("puller")
+    seen = example_bots(service, hook_token)
+    game = service.call("POST", "/games", pull_token,
+                        {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
+                         "variants": {"target": 3}, "move_limit": 5})
+    end = service.play_by_pull(game["id"], pull_token)
+    assert end["status"] == "finished"
+    record = service.record(game["id"])
+    hook_seat = 0
+    assert record["timeouts"] == []  # every webhook move was applied in time
+    turns = [d for d in service.deliveries(hook_token, game["id"]) if d["event"] == "turn"]
+    assert turns and all(d["outcome"] == "applied" for d in turns)
+    assert len({d["version"] for d in turns}) == len(turns)  # one delivery per turn
+    # each applied action is the game's action at that version, by the webhook's seat
+    assert all(d["seat"] == hook_seat for d in turns)
+    msgs = seen.messages("turn")
+    assert {m["version"] for m in msgs} == {d["version"] for d in turns}
+    for m in msgs:
+        assert m["view"]["your_turn"] and m["view"]["legal_actions"]
+        assert m["view"]["version"] == m["version"] and m["view"]["seat"] == hook_seat
+        assert m["deadline"] == m["view"]["deadline"] and m["deadline"] is not None
+        assert m["last_failure"] is None
+    # start and end notifications, once each (the end one shows every card)
+    wait_for("the end notification", lambda: seen.messages("end"))
+    assert len(seen.messages("start")) == 1 and len(seen.messages("end")) == 1
+    assert seen.messages("end")[0]["view"]["status"] == "finished"
+    events = {d["event"]: d["outcome"] for d in service.deliveries(hook_token, game["id"])
+              if d["event"] != "turn"}
+    assert events == {"start": "delivered", "end": "delivered"}
+
+
+def test_two_webhook_bots_and_two_pulling_bots_finish_a_four_player_game(service,
+                                                                         example_bots):
+    bots = [service.bot(f"p{i}") for i in range(4)]
+    hooks = [example_bots(service, bots[i][1]) for i in (0, 2)]
+    game = service.call("POST", "/games", bots[1][1],
+                        {"players": 4, "seats": [b for b, _ in bots], "seed": 5,
+                         "variants": {"target": 2}, "move_limit": 5})
+    done: list[dict[str, Any]] = []
+    other = threading.Thread(target=lambda: done.append(
+        service.play_by_pull(game["id"], bots[3][1])))
+    other.start()
+    end = service.play_by_pull(game["id"], bots[1][1])
+    other.join(60)
+    assert end["status"] == "finished" and done and done[0]["status"] == "finished"
+    assert service.record(game["id"])["timeouts"] == []
+    for seat, hook in zip((0, 2), hooks):
+        turns = [d for d in service.deliveries(bots[seat][1], game["id"])
+                 if d["event"] == "turn"]
+        assert turns and {d["outcome"] for d in turns} == {"applied"}
+        assert {d["seat"] for d in turns} == {seat}
+        assert {m["seat"] for m in hook.messages("turn")} == {seat}
+
+
+# --- failures fall back to the deadline, and the bot sees why ----------------------------------
+
+
+def _not_legal(view: dict[str, Any]) -> str:
+    """An action the rules refuse here: a card of the hand that is not legal, else one not
+    in the hand."""
+    legal = set(view["legal_actions"])
+    for card in view["hand"] or []:
+        if card not in legal:
+            return card
+    return next(c for c in ("2C", "3C", "4C", "5C", "2D") if c not in (view["hand"] or []))
+
+
+BEHAVIOURS: dict[str, tuple[Callable[[dict[str, Any]], tuple[int, bytes, float]], str]] = {
+    "stalls": (lambda m: (200, b'{"action": "stand"}', 2.5), "timeout"),
+    "errors": (lambda m: (500, b'{"oops": true}', 0.0), "http-error"),
+    "answers garbage": (lambda m: (200, b"<html>not json</html>", 0.0), "bad-answer"),
+    "answers a non-action": (lambda m: (200, b'{"action": "fold"}', 0.0), "bad-answer"),
+    "says more than the action": (lambda m: (200, json.dumps({
+        "action": m["view"]["legal_actions"][0], "shout": "hi"}).encode(), 0.0), "bad-answer"),
+    "answers too much": (lambda m: (200, b'{"action": "stand", "pad": "'
+                                    + b"x" * 40000 + b'"}', 0.0), "bad-answer"),
+    "redirects": (lambda m: (307, b"", 0.0), "http-error"),
+    "plays an illegal card": (
+        lambda m: (200, json.dumps({"action": _not_legal(m["view"])}).encode(), 0.0),
+        "refused"),
+}
+
+
+@pytest.mark.parametrize("name", list(BEHAVIOURS))
+def test_a_failing_webhook_bot_gets_the_default_action_and_sees_why(service, name):
+    behave, outcome = BEHAVIOURS[name]
+    hook_id, hook_token = service.bot("failing")
+    pull_id, pull_token = service.bot("puller")
+    url, seen, server = scripted_server(behave)
+    try:
+        register(service, hook_token, url)
+        game = service.call("POST", "/games", pull_token,
+                            {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
+                             "move_limit": 1.0})
+        gid = game["id"]
+
+        def two_failures() -> bool:
+            return len(seen.messages("turn")) >= 2 and \
+                len([t for t in service.record(gid)["timeouts"] if t["seat"] == 0]) >= 1
+
+        service.play_by_pull(gid, pull_token, until=two_failures, seconds=60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    # R-independent policy: the seat in turn got the default action at the deadline
+    timeouts = [t for t in service.record(gid)["timeouts"] if t["seat"] == 0]
+    assert timeouts
+    first = seen.messages("turn")[0]
+    assert timeouts[0]["ply"] == first["view"]["ply"] + 1
+    turns = [d for d in service.deliveries(hook_token, gid) if d["event"] == "turn"]
+    failed = [d for d in turns if d["version"] == first["version"]]
+    assert len(failed) == 1, turns  # called once for that turn: an answer is never retried
+    record = failed[0]
+    assert record["outcome"] == outcome and record["attempts"] == 1, record
+    assert record["detail"]
+    if outcome == "refused":
+        assert record["problem"] == "/problems/illegal-action"
+        assert record["action"] == json.loads(behave(first)[1])["action"]
+    if name == "errors":
+        assert record["status"] == 500
+    if name == "redirects":
+        assert record["status"] == 307
+    # the next turn request in the game carries the failure
+    second = seen.messages("turn")[1]
+    assert second["last_failure"]["version"] == first["version"]
+    assert second["last_failure"]["outcome"] == outcome
+
+
+def test_a_callback_to_a_refused_address_is_never_made(service):
+    """``localhost`` resolves to loopback, which this service may not call: the check is on
+    the resolved address at connection time, so registration passes (a name) but no
+    connection ever reaches the listener."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    listener.settimeout(0.1)
+    port = listener.getsockname()[1]
+    accepted: list[Any] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        hook_id, hook_token = service.bot("rebinder")
+        pull_id, pull_token = service.bot("puller")
+        register(service, hook_token, f"http://localhost:{port}/")
+        game = service.call("POST", "/games", pull_token,
+                            {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
+                             "move_limit": 1.0})
+        records = wait_for("a refused delivery", lambda: [
+            d for d in service.deliveries(hook_token, game["id"]) if d["event"] == "turn"])
+        service.play_by_pull(game["id"], pull_token, seconds=60, until=lambda: any(
+            t["seat"] == 0 for t in service.record(game["id"])["timeouts"]))
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    assert accepted == []  # no connection arrived, not even one refused later
+    assert records[0]["outcome"] == "refused-address" and records[0]["attempts"] == 1
+    assert "127.0.0.1" in records[0]["detail"] or "::1" in records[0]["detail"]
+    assert records[0]["status"] is None
+
+
+# --- the example bot checks what it is sent -------------------------------------------------------
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_example_bot_detects_forged_stale_and_replayed_requests(service, example_bots):
+    hook_id, hook_token = service.bot("careful")
+    pull_id, pull_token = service.bot("puller")
+    bot = example_bots(service, hook_token)
+    game = service.call("POST", "/games", pull_token,
+                        {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
+                         "move_limit": 5})
+    wait_for("a genuine turn request", lambda: bot.messages("turn"))
+    headers, body = next((h, b) for h, b in bot.requests if json.loads(b)["event"] == "turn")
+    genuine = {k: headers[k] for k in ("Arena-Timestamp", "Arena-Signature", "Arena-Delivery",
+                                       "Arena-Event")}
+    assert genuine["Arena-Signature"] == sign(bot.secret, genuine["Arena-Timestamp"], body)
+    # replayed as it came: refused (the delivery id was seen)
+    assert _post(bot.url, body, genuine) == 409
+    # the body changed under the same signature: forged
+    msg = json.loads(body)
+    msg["delivery"] = "f" * 16
+    tampered = json.dumps(msg).encode()
+    assert _post(bot.url, tampered, genuine) == 401
+    # signed with another secret: forged
+    ts = str(int(time.time()))
+    assert _post(bot.url, tampered, {**genuine, "Arena-Timestamp": ts,
+                                     "Arena-Signature": sign("whsec_guess", ts, tampered)}) == 401
+    # correctly signed but ten minutes old: stale (a replay with its original timestamp)
+    old = str(int(time.time()) - 600)
+    assert _post(bot.url, tampered, {**genuine, "Arena-Timestamp": old,
+                                     "Arena-Signature": sign(bot.secret, old, tampered)}) == 401
+    # correctly signed and fresh: answered with a legal action
+    fresh = {**genuine, "Arena-Timestamp": ts, "Arena-Signature": sign(bot.secret, ts, tampered)}
+    assert _post(bot.url, tampered, fresh) == 200
+    service.play_by_pull(game["id"], pull_token)
+
+
+# --- delivery survives a process killed mid-call, and never applies twice ------------------------
+
+
+def _worker_holding(client: tuple[str, int]) -> int:
+    """The pid of the gunicorn worker whose socket is ``client`` (the caller's address)."""
+    import psutil
+
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.laddr and (conn.laddr.ip, conn.laddr.port) == client and conn.pid:
+            return int(conn.pid)
+    raise AssertionError(f"no process holds {client}")
+
+
+def test_a_worker_killed_mid_delivery_leaves_the_turn_to_another(service):
+    """The first call of a turn stalls; the worker making it is killed (SIGKILL). When its
+    lease ends another worker claims the turn and calls again; that answer is applied,
+    once, in time."""
+    held: list[tuple[str, int]] = []
+    release = threading.Event()
+    calls: list[int] = []
+
+    seen = Seen()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.add(dict(self.headers), body)
+            msg = json.loads(body)
+            if msg["event"] == "turn":
+                calls.append(msg["version"])
+                if len(calls) == 1:
+                    held.append(self.client_address[:2])
+                    release.wait(30)
+                    return
+                out = json.dumps({"action": msg["view"]["legal_actions"][0]}).encode()
+            else:
+                out = b"{}"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = Scripted((ALLOWED, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        hook_id, hook_token = service.bot("mortal")
+        pull_id, pull_token = service.bot("puller")
+        register(service, hook_token, f"http://{ALLOWED}:{server.server_port}/")
+        game = service.call("POST", "/games", pull_token,
+                            {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
+                             "move_limit": 30})
+        gid = game["id"]
+        # the puller plays until the webhook bot's first call is being held
+        service.play_by_pull(gid, pull_token, until=lambda: bool(held), seconds=30)
+        pid = _worker_holding(wait_for("the held call", lambda: held and held[0]))
+        os.kill(pid, signal.SIGKILL)
+        version = calls[0]
+        wait_for(f"the turn called again ({calls}, killed {pid})", lambda: len(calls) >= 2,
+                 seconds=40)
+        def turn_records() -> list[dict[str, Any]]:
+            return [d for d in service.deliveries(hook_token, gid)
+                    if d["version"] == version and d["event"] == "turn"]
+
+        wait_for("the second call's record", turn_records, seconds=20)
+        release.set()
+        assert calls[1] == version  # the same turn, by another process
+        records = turn_records()
+        # applied in time (no default action), and the dead one wrote nothing
+        assert service.record(gid)["timeouts"] == [], records
+        assert [d["outcome"] for d in records] == ["applied"], records
+        service.play_by_pull(gid, pull_token, seconds=120)
+    finally:
+        release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_node_example_bot_plays_a_whole_game_and_refuses_forgeries(service):
+    node = shutil.which("node")
+    if node is None:
+        missing("node is not installed")
+    hook_id, hook_token = service.bot("node-hook")
+    pull_id, pull_token = service.bot("puller")
+    with socket.socket() as s:
+        s.bind((ALLOWED, 0))
+        port = s.getsockname()[1]
+    url = f"http://{ALLOWED}:{port}/"
+    secret = register(service, hook_token, url)
+    proc = subprocess.Popen(
+        [node, str(ROOT / "clients" / "examples" / "webhook_bot.mjs")],
+        env={**os.environ, "ARENA_WEBHOOK_SECRET": secret, "HOST": ALLOWED,
+             "PORT": str(port)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        body = b'{"event": "turn", "delivery": "abc"}'
+        ts = str(int(time.time()))
+        wait_for("the node bot", lambda: _post_or_none(url, body, {}) == 401)
+        assert _post(url, body, {"Arena-Timestamp": ts,
+                                 "Arena-Signature": sign("whsec_guess", ts, body)}) == 401
+        old = str(int(time.time()) - 600)
+        assert _post(url, body, {"Arena-Timestamp": old,
+                                 "Arena-Signature": sign(secret, old, body)}) == 401
+        game = service.call("POST", "/games", pull_token,
+                            {"players": 2, "seats": [hook_id, pull_id], "seed": 3,
+                             "variants": {"target": 3}, "move_limit": 5})
+        assert service.play_by_pull(game["id"], pull_token)["status"] == "finished"
+        assert service.record(game["id"])["timeouts"] == []
+        turns = [d for d in service.deliveries(hook_token, game["id"]) if d["event"] == "turn"]
+        assert turns and {d["outcome"] for d in turns} == {"applied"}
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _post_or_none(url: str, body: bytes, headers: dict[str, str]) -> int | None:
+    try:
+        return _post(url, body, headers)
+    except OSError:
+        return None
+
+
+# --- in one process: a turn delivered twice applies one action ---------------------------
+
+
+def test_a_turn_delivered_twice_applies_at_most_one_action(key_prefix):
+    """Two deliveries of one turn (as after a lease ran out while the first call was still
+    on its way) whose answers differ: the first applies, the second is refused by the
+    version and the Idempotency-Key of that turn, exactly as a pulled duplicate would be."""
+    from service.http.app import create_app
+
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 0, "ARENA_CALLBACK_NETWORKS": f"{ALLOWED}/32"})
+    client = app.test_client()
+    a = client.post("/bots", json={"name": "a"}).json
+    b = client.post("/bots", json={"name": "b"}).json
+    answers = iter(range(10))
+
+    def behave(m: dict[str, Any]) -> tuple[int, bytes, float]:
+        legal = m["view"]["legal_actions"]
+        return 200, json.dumps({"action": legal[next(answers) % len(legal)]}).encode(), 0.0
+
+    url, seen, server = scripted_server(behave)
+    try:
+        r = client.put("/bots/me/callback", json={"url": url},
+                       headers={"Authorization": f"Bearer {a['token']}"})
+        assert r.status_code == 200, r.json
+        callbacks = app.extensions["callbacks"]  # no dispatcher runs in this process
+        g = client.post("/games", json={"players": 2, "seats": [a["id"], b["id"]], "seed": 4,
+                                        "move_limit": 30},
+                        headers={"Authorization": f"Bearer {b['token']}"}).json
+        game = callbacks.store.get_game(g["id"])
+        if game.seats[game.state.turn] != a["id"]:  # let b move first
+            view = client.get(f"/games/{g['id']}",
+                              headers={"Authorization": f"Bearer {b['token']}"}).json
+            client.post(f"/games/{g['id']}/actions", json={"action": view["legal_actions"][0]},
+                        headers={"Authorization": f"Bearer {b['token']}"})
+            game = callbacks.store.get_game(g["id"])
+        cfg = callbacks.config(a["id"])
+        first = callbacks.deliver_turn(a["id"], cfg, game, 5.0)
+        second = callbacks.deliver_turn(a["id"], cfg, game, 5.0)  # the same turn again
+        assert first["outcome"] == "applied"
+        assert second["outcome"] == "refused"
+        assert second["problem"] in ("/problems/idempotency-key-reused",
+                                     "/problems/version-conflict")
+        after = callbacks.store.get_game(g["id"])
+        assert after.version == game.version + 1 and len(after.log) == len(game.log) + 1
+        # the claim keeps a third process from calling at all
+        assert callbacks.try_turn(a["id"], game, cfg) is True
+        assert callbacks.try_turn(a["id"], game, cfg) is False
+        assert len(seen.messages("turn")) == 3
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_guard_judges_the_address_not_the_name():
+    from ipaddress import ip_address
+
+    from service.arena.callbacks import Guard, parse_networks
+
+    closed = Guard()
+    for ip in ("127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.0.1", "169.254.169.254",
+               "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fc00::1", "::ffff:127.0.0.1",
+               "224.0.0.1", "::"):
+        assert not closed.allows(ip_address(ip)), ip
+    for ip in ("93.184.216.34", "2606:4700::1111", "::ffff:93.184.216.34"):
+        assert closed.allows(ip_address(ip)), ip
+    opened = Guard(parse_networks("127.0.0.0/8, fd00::/8"))
+    assert opened.allows(ip_address("127.0.0.5")) and opened.allows(ip_address("fd12::1"))
+    assert opened.allows(ip_address("::ffff:127.0.0.1"))
+    assert not opened.allows(ip_address("10.0.0.1"))
+
+
+def test_the_python_client_registers_reads_and_removes(service):
+    from clients.api import ArenaClient, ArenaError
+
+    client = ArenaClient(service.url)
+    client.register("client-hook")
+    got = client.set_callback(f"http://{ALLOWED}:9/x")
+    assert got["secret"].startswith("whsec_")
+    assert client.callback()["url"] == f"http://{ALLOWED}:9/x"
+    assert client.deliveries() == []
+    client.remove_callback()
+    with pytest.raises(ArenaError) as err:
+        client.callback()
+    assert err.value.kind == "not-found"
+
+
+def test_only_calls_without_an_answer_are_retried_and_boundedly(service):
+    """A server that accepts and hangs up without answering, and a port where nothing
+    listens: each call is tried 1 + ARENA_CALLBACK_RETRIES (2) times, then given up; a
+    server that answers (even badly) is called once (the failure tests above)."""
+    listener = socket.socket()
+    listener.bind((ALLOWED, 0))
+    listener.listen(16)
+    listener.settimeout(0.1)
+    accepted = [0]
+    stop = threading.Event()
+
+    def hang_up() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            accepted[0] += 1
+            conn.recv(65536)
+            conn.close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    with socket.socket() as s:
+        s.bind((ALLOWED, 0))
+        closed_port = s.getsockname()[1]  # nothing listens here once closed
+    try:
+        cases = {}
+        for name, url in (("no-answer", f"http://{ALLOWED}:{listener.getsockname()[1]}/"),
+                          ("connect-failed", f"http://{ALLOWED}:{closed_port}/")):
+            hook_id, hook_token = service.bot(f"silent-{name}")
+            pull_id, pull_token = service.bot("puller")
+            register(service, hook_token, url)
+            game = service.call("POST", "/games", pull_token,
+                                {"players": 2, "seats": [pull_id, hook_id], "seed": 11,
+                                 "move_limit": 5})
+            # the puller plays until the silent bot's first turn has been given up
+            def given_up(t: str = hook_token, g: str = game["id"]) -> list[dict[str, Any]]:
+                return [d for d in service.deliveries(t, g) if d["event"] == "turn"]
+
+            service.play_by_pull(game["id"], pull_token, until=given_up, seconds=30)
+            turns = given_up()
+            cases[name] = turns[-1]
+        assert accepted[0] >= 3
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+    for name, record in cases.items():
+        assert record["outcome"] == name and record["attempts"] == 3, record
+        assert record["status"] is None
+
+
+def test_a_game_that_starts_by_a_join_or_ends_queues_notifications(key_prefix):
+    """start when the last seat is taken (a join), end when the game is over: queued for
+    every webhook bot seated there (no dispatcher runs here, so they stay queued)."""
+    from service.arena.callbacks import notify_key
+    from service.http.app import create_app
+
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 0, "ARENA_CALLBACK_NETWORKS": f"{ALLOWED}/32"})
+    c = app.test_client()
+    a = c.post("/bots", json={"name": "a"}).json
+    b = c.post("/bots", json={"name": "b"}).json
+    auth_a = {"Authorization": f"Bearer {a['token']}"}
+    auth_b = {"Authorization": f"Bearer {b['token']}"}
+    assert c.put("/bots/me/callback", json={"url": f"http://{ALLOWED}:9/"},
+                 headers=auth_a).status_code == 200
+    # target 4: more than a kick can score (R6), so the game cannot be over before it starts
+    g = c.post("/games", json={"players": 2, "variants": {"target": 4}}, headers=auth_a).json
+    r = app.extensions["callbacks"].store.r
+    key = notify_key(key_prefix, a["id"])
+    assert r.zrange(key, 0, -1) == []  # waiting for a player: not started
+    joined = c.post(f"/games/{g['id']}/seats/1", headers=auth_b)
+    assert joined.status_code == 200, joined.json
+    assert r.zrange(key, 0, -1) == [f"start:{g['id']}".encode()]
+    assert r.zrange(notify_key(key_prefix, b["id"]), 0, -1) == []  # b has no callback
+    for _ in range(2000):  # play it out by pull (a's callback is never called here)
+        view = c.get(f"/games/{g['id']}").json
+        if view["status"] == "finished":
+            break
+        token = auth_a if view["seats"][view["turn"]]["bot_id"] == a["id"] else auth_b
+        mine = c.get(f"/games/{g['id']}", headers=token).json
+        c.post(f"/games/{g['id']}/actions", json={"action": mine["legal_actions"][0],
+                                                  "version": mine["version"]}, headers=token)
+    assert sorted(r.zrange(key, 0, -1)) == sorted([f"start:{g['id']}".encode(),
+                                                   f"end:{g['id']}".encode()])
