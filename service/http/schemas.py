@@ -829,6 +829,23 @@ def size_errors(data: dict[str, Any], sent: Any = None) -> dict[str, list[str]]:
 
 
 
+NO_SHOW_DOC = (
+    "the no-show rule, seconds: an entrant leaves the tournament (`no_show`) when in one of "
+    "its live games it is its turn and nothing has been played for this long, or the game "
+    "started this long ago and every one of its moves there (at least one) was played by "
+    "the move clock. An entrant that leaves forfeits its live and unplayed games: won by "
+    "the opponent, no points, hands or matchpoints for anyone, not rated.")
+MAX_TIMEOUTS_DOC = (
+    "disqualification: an entrant leaves the tournament (`disqualified`) once the move "
+    "clock has played this many of its moves over the whole tournament; it forfeits its "
+    "live and unplayed games (as under no_show).")
+ENTRANT_STATUSES = ["in", "withdrawn", "no_show", "disqualified"]
+TOURNAMENT_STATUSES = ["running", "paused", "finished", "cancelled"]
+TOURNAMENT_STATUS_DOC = (
+    "running; paused (no game starts; live games play on, clocks running); finished (every "
+    "game played); cancelled (live games voided, nothing more scheduled)")
+
+
 class TournamentCreate(Strict):
     name = fields.Str(validate=[validate.Length(1, 60), Pattern(r"^[A-Za-z0-9 ._-]+$")],
                       metadata={"example": "weekly"})
@@ -877,6 +894,12 @@ class TournamentCreate(Strict):
                        metadata={"description": "at most this many of its games at once"})
     seed = JsonInt(validate=validate.Range(0, 2**63 - 1),
                    metadata={"description": "fixes every deal; random when omitted"})
+    no_show = JsonNumber(
+        allow_none=True, validate=validate.Range(1, 86400),
+        metadata={"description": NO_SHOW_DOC + " Omitted: 600; null: no such rule"})
+    max_timeouts = JsonInt(
+        allow_none=True, validate=validate.Range(1, 10000),
+        metadata={"description": MAX_TIMEOUTS_DOC + " Omitted or null: no such rule"})
 
     @validates_schema(pass_original=True)
     def _consistent(self, data: dict, original: Any = None, **_: object) -> None:
@@ -907,11 +930,21 @@ class TournamentSettings(Out):
     move_limit = fields.Float(required=True, allow_none=True)
     parallel = fields.Int(required=True)
     seed = fields.Int(metadata={"description": "shown once the tournament is over"})
+    no_show = fields.Float(required=True, allow_none=True,
+                           metadata={"description": NO_SHOW_DOC + " Null: no such rule"})
+    max_timeouts = fields.Int(required=True, allow_none=True, metadata={
+        "description": MAX_TIMEOUTS_DOC + " Null: no such rule"})
 
 
 class Entrant(Out):
     bot_id = fields.Str(required=True)
     bot_name = fields.Str(required=True)
+    status = one_of(ENTRANT_STATUSES, required=True, metadata={
+        "description": "in; or how it left the tournament: withdrawn (by itself), no_show "
+        "(the no-show rule), disqualified (max_timeouts). One that left forfeits its live "
+        "and unplayed games"})
+    left = fields.Int(required=True, allow_none=True,
+                      metadata={"description": "when it left (unix seconds); null: in"})
 
 
 class Progress(Out):
@@ -925,7 +958,8 @@ class Progress(Out):
 class TournamentSummary(Out):
     id = fields.Str(required=True, metadata={"example": "0c1d2e3f4a5b"})
     name = fields.Str(required=True)
-    status = fields.Str(required=True, validate=validate.OneOf(["running", "finished"]))
+    status = one_of(TOURNAMENT_STATUSES, required=True,
+                    metadata={"description": TOURNAMENT_STATUS_DOC})
     created = fields.Int(required=True)
     finished = fields.Int(required=True, allow_none=True)
     settings = fields.Nested(TournamentSettings, required=True)
@@ -949,10 +983,20 @@ class TournamentGame(Out):
     teams = fields.List(fields.Str(), required=True,
                         metadata={"description": "bot id on team 0, on team 1"})
     game_id = fields.Str(required=True, allow_none=True)
-    status = fields.Str(required=True, validate=validate.OneOf(["pending", "live", "done"]))
+    status = one_of(["pending", "live", "done", "void"], required=True, metadata={
+        "description": "void: a game of a cancelled tournament that was live (ended with "
+        "no result) or never started; counted nowhere"})
     seed = fields.Int(required=True, allow_none=True,
-                      metadata={"description": "the game's seed, once it is over"})
-    winner = fields.Str(required=True, allow_none=True, metadata={"description": "bot id"})
+                      metadata={"description": "the game's seed, once it is over (null for "
+                                "a game never started)"})
+    winner = fields.Str(required=True, allow_none=True, metadata={
+        "description": "bot id; null while not done, or when both entrants forfeited"})
+    forfeit = fields.List(fields.Str(), required=True, allow_none=True, metadata={
+        "description": "the entrants that forfeited this game (one, or both): they left the "
+        "tournament (withdrawn, no_show, disqualified) before it ended or was played, or "
+        "every one of their decisions in it was played by the move clock. The other entrant "
+        "wins it; it adds no points, hands, timeouts or matchpoints and moves no rating. "
+        "Null: not forfeited"})
     scores = fields.List(fields.Int(), required=True, allow_none=True)
     hands_won = fields.List(fields.Int(), required=True, allow_none=True)
     timeouts = fields.List(fields.Int(), required=True, allow_none=True)
@@ -1025,6 +1069,10 @@ class StandingRow(Out):
     points_for = fields.Int(required=True)
     points_against = fields.Int(required=True)
     timeouts = fields.Int(required=True)
+    forfeits = fields.Int(required=True, metadata={
+        "description": "games it forfeited (counted in lost; see TournamentGame.forfeit)"})
+    status = one_of(ENTRANT_STATUSES, required=True,
+                    metadata={"description": "as the entrant's status in the tournament"})
     byes = fields.Int(required=True, metadata={
         "description": "rounds it sat out, counted (with their point in score) once the "
         "round is complete (in rounds_done), never before"})
@@ -1042,7 +1090,8 @@ class RatingHistory(Out):
 
 class Standings(Out):
     tournament_id = fields.Str(required=True)
-    status = one_of(["running", "finished"], required=True)
+    status = one_of(TOURNAMENT_STATUSES, required=True,
+                    metadata={"description": TOURNAMENT_STATUS_DOC})
     rounds_done = fields.Int(required=True)
     items = fields.List(fields.Nested(StandingRow), required=True)
     history = fields.List(fields.Nested(RatingHistory), required=True,
