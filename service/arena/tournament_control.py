@@ -105,6 +105,13 @@ def out_of(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return doc.setdefault("out", {})
 
 
+def leave(doc: dict[str, Any], bot: str, reason: str, now: float) -> None:
+    """``bot`` leaves (if still in): why, when, and how many rounds were complete then (a
+    bye of a later round is not credited to it)."""
+    out_of(doc).setdefault(bot, {"reason": reason, "at": int(now),
+                                 "rounds_done": len(doc["history"])})
+
+
 def entrants_out(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The entrants as shown: each with its status (``in`` or why it left) and when."""
     out = doc.get("out") or {}
@@ -203,10 +210,10 @@ def before_step(t: Tournaments, doc: dict[str, Any], now: float | None = None) -
         ended = game.meta.get("ended") or {}
         for bot in ended.get("by", ()):
             if bot not in out:
-                out[bot] = {"reason": ended.get("why", WITHDRAWN), "at": int(now)}
+                leave(doc, bot, ended.get("why", WITHDRAWN), now)
                 changed = True
     if doc["status"] in (RUNNING, PAUSED):
-        changed |= _judge_absence(doc, live, out, settings, now)
+        changed |= _judge_absence(doc, live, settings, now)
     cancelled = doc["status"] == CANCELLED
     for slot, game in live:
         if game.status == FINISHED:
@@ -235,8 +242,8 @@ def before_step(t: Tournaments, doc: dict[str, Any], now: float | None = None) -
 
 
 def _judge_absence(doc: dict[str, Any], live: list[tuple[dict[str, Any], Game]],
-                   out: dict[str, dict[str, Any]], settings: dict[str, Any], now: float
-                   ) -> bool:
+                   settings: dict[str, Any], now: float) -> bool:
+    out = out_of(doc)
     changed = False
     limit = settings.get("max_timeouts")
     if limit:
@@ -254,7 +261,7 @@ def _judge_absence(doc: dict[str, Any], live: list[tuple[dict[str, Any], Game]],
                     charged[bot] = charged.get(bot, 0) + 1
         for bot, n in sorted(charged.items()):
             if n >= limit and bot not in out:
-                out[bot] = {"reason": DISQUALIFIED, "at": int(now)}
+                leave(doc, bot, DISQUALIFIED, now)
                 changed = True
     wait = settings.get("no_show")
     if wait:
@@ -265,14 +272,14 @@ def _judge_absence(doc: dict[str, Any], live: list[tuple[dict[str, Any], Game]],
             in_turn = teams[team_of(game.state.turn)]
             stalled = game.updated is not None and now - game.updated >= wait
             if stalled and in_turn not in out:
-                out[in_turn] = {"reason": NO_SHOW, "at": int(now)}
+                leave(doc, in_turn, NO_SHOW, now)
                 changed = True
             started = float(game.meta.get("created", now))
             if now - started < wait or not game.meta.get("timeouts"):
                 continue
             for team in absent_teams(game):
                 if teams[team] not in out:
-                    out[teams[team]] = {"reason": NO_SHOW, "at": int(now)}
+                    leave(doc, teams[team], NO_SHOW, now)
                     changed = True
     return changed
 
@@ -373,7 +380,7 @@ def withdraw(t: Tournaments, tid: str, bot_id: str, caller: str) -> dict[str, An
             return False
         if doc["status"] not in (RUNNING, PAUSED):
             raise _over(doc, "withdraw from")
-        out_of(doc)[bot_id] = {"reason": WITHDRAWN, "at": int(time.time())}
+        leave(doc, bot_id, WITHDRAWN, time.time())
         return True
     return _change(t, tid, change)
 

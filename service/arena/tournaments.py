@@ -432,8 +432,11 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
                       "status": e["status"]}
         for e in control.entrants_out(doc)
     }
+    left = doc.get("out") or {}
     for rnd in doc["rounds"]:
         for b in rnd["byes"] if round_complete(rnd) else ():
+            if rnd["round"] > left.get(b, {}).get("rounds_done", rnd["round"]):
+                continue  # it had left the tournament (tournament_control)
             rows[b]["byes"] += 1
             rows[b]["score"] += 1.0
         matches: dict[int, list[dict[str, Any]]] = {}
