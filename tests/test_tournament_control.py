@@ -223,7 +223,10 @@ def test_withdrawal_forfeits_live_and_unplayed_games_unrated(arena: Arena) -> No
 @pytest.mark.parametrize("move_limit", [None, 0.5])
 def test_a_no_show_forfeits_and_the_tournament_ends(arena: Arena, move_limit) -> None:
     present, absent = arena.bots(2)
-    settings: dict[str, Any] = {"games_per_pairing": 2, "no_show": 3, "variants": LONG}
+    # seed 3: the present bot has a turn before the absent one in a game, so it has moved
+    # (a forfeit is won only by an entrant that has made a move of its own)
+    settings: dict[str, Any] = {"games_per_pairing": 2, "no_show": 3, "variants": LONG,
+                                "seed": 3}
     if move_limit:
         settings["move_limit"] = move_limit
     tid = arena.create([present, absent], **settings)
@@ -237,6 +240,24 @@ def test_a_no_show_forfeits_and_the_tournament_ends(arena: Arena, move_limit) ->
     rows = {r.bot_id: r for r in arena.viewer.standings(tid).items}
     assert rows[present].rank == 1 and rows[absent].won == 0
     assert absent not in arena.leaderboard() and present not in arena.leaderboard()
+
+
+def test_of_two_bots_that_never_play_the_last_one_standing_wins_nothing(
+        arena: Arena, redis_client, key_prefix: str) -> None:
+    """No move clock: the no-show rule ends a tournament nobody plays (it does not stay
+    running for the sweeper), and the entrant that outlasts the other has not moved, so
+    it is credited no forfeit win."""
+    a, b = arena.bots(2)
+    tid = arena.create([a, b], games_per_pairing=2, no_show=2, variants=LONG)
+    wait_until(lambda: arena.get(tid)["status"] == "finished", 120, "the no-show rule")
+    assert not redis_client.sismember(f"{key_prefix}tours:running", tid)
+    t = arena.get(tid)
+    # one, or both (each is in turn in one of the two games): never a bot that played
+    assert "no_show" in {e["status"] for e in t["entrants"]}
+    assert all(g["forfeit"] and g["winner"] is None for g in slots(t))
+    rows = arena.viewer.standings(tid).items
+    assert all(r.won == 0 and r.score == 0 and r.played == 2 for r in rows)
+    assert not set(arena.leaderboard()) & {a, b}
 
 
 def test_disqualification_after_n_timeouts(arena: Arena) -> None:

@@ -44,7 +44,10 @@ played (a round robin's later rounds; a Swiss pairs only the entrants still in).
 finished before it left keep their results and ratings. A forfeited game is **won by the
 opponent** (``won``, ``lost``, ``played`` and the match score count it; the match of a
 pairing in which an entrant forfeited any game goes to the other entrant, 1 – 0, or to
-nobody when both forfeited), **adds no points, hands, timeouts or matchpoints to anyone**
+nobody when both forfeited) — provided the opponent has made a move of its own somewhere
+in the tournament (``shown``): a forfeit is won by nobody while its opponent has not, so
+of two bots that never connect, the one that outlasts the other under the no-show rule
+wins nothing either. It **adds no points, hands, timeouts or matchpoints to anyone**
 (the other tables of its deal are compared among themselves), and **is not rated**:
 neither the tournament ratings nor the leaderboard move (``rating`` null; it still has its
 place in ``recorded``). Rated games are games both entrants played.
@@ -143,6 +146,37 @@ def absent_teams(game: Game) -> list[int]:
     return [t for t in (0, 1) if moves[t] and moves[t] == clock[t]]
 
 
+def moved_teams(game: Game) -> list[bool]:
+    """Per team: whether it made a move of its own in ``game`` (not the clock's)."""
+    moves, clock = own_moves(game)
+    return [m > c for m, c in zip(moves, clock, strict=True)]
+
+
+def shown(doc: dict[str, Any]) -> set[str]:
+    """Entrants that have made a move of their own in the tournament: seen in a live game
+    (``doc["shown"]``) or in a recorded one (its result's ``moved``). Only they are credited
+    with a forfeit's win, so an entrant that never moved wins nothing, even when its
+    opponents left before it had a turn."""
+    out = set(doc.get("shown") or ())
+    for rnd in doc["rounds"]:
+        for slot in rnd["slots"]:
+            res = slot["result"]
+            for team, moved in enumerate((res or {}).get("moved") or ()):
+                if moved:
+                    out.add(slot["teams"][team])
+    return out
+
+
+def credit(doc: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
+    """A shown tournament's games (``_detail``): a forfeit's winner that has not moved yet
+    in the tournament is shown as no winner (see ``shown``)."""
+    who = shown(doc)
+    for rnd in rounds:
+        for game in rnd["games"]:
+            if game.get("forfeit") and game["winner"] not in who:
+                game["winner"] = None
+
+
 def team_bots(game: Game) -> list[str]:
     seats = game.seats
     return [seats[0] or "", seats[1] or ""]
@@ -214,6 +248,14 @@ def before_step(t: Tournaments, doc: dict[str, Any], now: float | None = None) -
                 changed = True
     if doc["status"] in (RUNNING, PAUSED):
         changed |= _judge_absence(doc, live, settings, now)
+        seen = set(doc.get("shown") or ())
+        for slot, game in live:
+            if game.log and not set(slot["entrants"]) <= seen:
+                for team, moved in enumerate(moved_teams(game)):
+                    if moved and slot["teams"][team] not in seen:
+                        seen.add(slot["teams"][team])
+                        changed = True
+        doc["shown"] = sorted(seen)
     cancelled = doc["status"] == CANCELLED
     for slot, game in live:
         if game.status == FINISHED:

@@ -407,6 +407,8 @@ def game_result(game: Game) -> dict[str, Any] | None:
         "timeouts": timeouts,
         "hands": len(record["hands"]),
     }
+    moves, clock = control.own_moves(game)
+    result["moved"] = [m > c for m, c in zip(moves, clock, strict=True)]  # own moves made
     # forfeits (service.arena.tournament_control): ended for an entrant that left, or
     # finished with one side's every decision played by the clock
     ended = game.meta.get("ended") or {}
@@ -414,7 +416,7 @@ def game_result(game: Game) -> dict[str, Any] | None:
         bots = control.team_bots(game)
         return control.forfeit_result([bots.index(b) for b in ended["by"] if b in bots],
                                       game, result)
-    absent = control.absent_teams(game) if game.meta.get("timeouts") else []
+    absent = [t for t in (0, 1) if moves[t] and moves[t] == clock[t]]
     if absent:
         return control.forfeit_result(absent, game, result)
     return result
@@ -433,6 +435,7 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         for e in control.entrants_out(doc)
     }
     left = doc.get("out") or {}
+    shown = control.shown(doc)
     for rnd in doc["rounds"]:
         for b in rnd["byes"] if round_complete(rnd) else ():
             if rnd["round"] > left.get(b, {}).get("rounds_done", rnd["round"]):
@@ -450,10 +453,11 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
             for team, bot in enumerate(slot["teams"]):
                 row = rows[bot]
                 row["played"] += 1
-                row["won" if res["winner"] == team else "lost"] += 1
-                if "forfeit" in res:  # counts as won/lost, adds nothing else
+                if "forfeit" in res:  # won (by an entrant that has moved) or lost, no more
+                    row["won" if res["winner"] == team and bot in shown else "lost"] += 1
                     row["forfeits"] += team in res["forfeit"]
                     continue
+                row["won" if res["winner"] == team else "lost"] += 1
                 row["hands_won"] += res["hands_won"][team]
                 row["points_for"] += res["scores"][team]
                 row["points_against"] += res["scores"][1 - team]
@@ -464,7 +468,7 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
             a, b = slots[0]["entrants"]
             forfeited = {s["teams"][t] for s in slots for t in s["result"].get("forfeit", ())}
             if forfeited:  # the match goes to the entrant that did not forfeit, if any
-                for bot in {a, b} - forfeited:
+                for bot in ({a, b} - forfeited) & shown:
                     rows[bot]["score"] += 1.0
                 continue
             key = {a: [0, 0], b: [0, 0]}  # games won, points scored in this match
@@ -882,6 +886,7 @@ class Tournaments:
             }
             for rnd in doc["rounds"]
         ]
+        control.credit(doc, out["rounds"])
         return out
 
     @staticmethod

@@ -990,12 +990,15 @@ class TournamentGame(Out):
                       metadata={"description": "the game's seed, once it is over (null for "
                                 "a game never started)"})
     winner = fields.Str(required=True, allow_none=True, metadata={
-        "description": "bot id; null while not done, or when both entrants forfeited"})
+        "description": "bot id; null while not done, when both entrants forfeited, or when "
+        "the entrant that did not forfeit has made no move of its own in the tournament "
+        "(yet): a forfeit is won only by an entrant that has played"})
     forfeit = fields.List(fields.Str(), required=True, allow_none=True, metadata={
         "description": "the entrants that forfeited this game (one, or both): they left the "
         "tournament (withdrawn, no_show, disqualified) before it ended or was played, or "
         "every one of their decisions in it was played by the move clock. The other entrant "
-        "wins it; it adds no points, hands, timeouts or matchpoints and moves no rating. "
+        "wins it (if it has made a move of its own in the tournament); it adds no points, "
+        "hands, timeouts or matchpoints and moves no rating. "
         "Null: not forfeited"})
     scores = fields.List(fields.Int(), required=True, allow_none=True)
     hands_won = fields.List(fields.Int(), required=True, allow_none=True)
