@@ -1064,9 +1064,12 @@ class StandingRow(Out):
         "the first tiebreak after score"})
     comparisons = fields.Int(required=True, metadata={
         "description": "how many such comparisons: the most matchpoints it could have"})
-    played = fields.Int(required=True)
-    won = fields.Int(required=True)
-    lost = fields.Int(required=True)
+    played = fields.Int(required=True, metadata={
+        "description": "games decided: played to the end, or forfeited (by either side)"})
+    won = fields.Int(required=True, metadata={
+        "description": "games won, forfeits included (a forfeit is won only by an entrant "
+        "that has made a move of its own in the tournament)"})
+    lost = fields.Int(required=True, metadata={"description": "games lost, forfeits included"})
     hands_won = fields.Int(required=True, metadata={
         "description": "hands in which its team scored more points than the other"})
     points_for = fields.Int(required=True)
