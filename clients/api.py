@@ -365,6 +365,8 @@ class StandingRow:
     rating: Rating
     matchpoints: float = 0.0  # duplicate deals compared across tables
     comparisons: int = 0  # the most matchpoints it could have
+    place: str | None = None  # knockout: e.g. "3-4"; None while still in
+    eliminated: int | None = None  # knockout: the round it was knocked out in
     forfeits: int = 0  # games it forfeited (counted in lost)
     status: str = "in"  # in, withdrawn, no_show or disqualified
 
@@ -373,8 +375,8 @@ class StandingRow:
         return cls(d["rank"], d["bot_id"], d["bot_name"], d["score"], d["played"], d["won"],
                    d["lost"], d["hands_won"], d["points_for"], d["points_against"],
                    d["timeouts"], d["byes"], Rating.of(d["rating"]),
-                   d.get("matchpoints", 0.0), d.get("comparisons", 0), d.get("forfeits", 0),
-                   d.get("status", "in"))
+                   d.get("matchpoints", 0.0), d.get("comparisons", 0), d.get("place"),
+                   d.get("eliminated"), d.get("forfeits", 0), d.get("status", "in"))
 
 
 @dataclass(frozen=True)

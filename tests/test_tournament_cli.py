@@ -166,6 +166,38 @@ def test_tournament_with_its_own_service_leaves_nothing_behind(tmp_path: Path) -
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_a_knockout_runs_end_to_end_and_prints_its_bracket(tmp_path: Path) -> None:
+    """Five real bots (runners over HTTP) on the command's own service: three byes to the
+    top seeds, four rounds of matches played to a champion, the bracket printed and in the
+    JSON, the standings by the round reached."""
+    out = tmp_path / "ko.json"
+    result = run_tournament(
+        ["--bots", "heuristic,random,heuristic,random,random", "--format", "knockout",
+         "--games", "2", "--players", "2", "--target", "3", "--quiet", "--seed", "6",
+         "--json-out", str(out)], tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(out.read_text())
+    check_results(doc, entrants=5, games=len(doc["games"]))
+    br = doc["bracket"]
+    names = {e["bot_id"]: e["name"] for e in doc["entrants"]}
+    # nobody is rated on a fresh service: seeded in --bots order, byes to seeds 1-3
+    assert [names[s["bot_id"]] for s in br["seeds"]] == [
+        "heuristic", "random", "heuristic-2", "random-2", "random-3"]
+    first = br["rounds"][0]["matches"]
+    assert [m["status"] for m in first] == ["bye", "done", "bye", "bye"]
+    assert [r["name"] for r in br["rounds"]] == ["quarterfinals", "semifinals", "final"]
+    final = br["rounds"][-1]["matches"][0]
+    assert br["champion"] == final["winner"] and final["decided_by"] in ("games", "points",
+                                                                        "seed")
+    assert [r["place"] for r in doc["standings"]] == ["1", "2", "3-4", "3-4", "5"]
+    assert doc["standings"][0]["bot_id"] == br["champion"]
+    assert "Bracket" in result.stdout and "round 3: final" in result.stdout
+    assert f"champion: {names[br['champion']]}" in result.stdout
+    bad = run_tournament(["--bots", "random,random", "--format", "knockout", "--rounds", "2",
+                          "--quiet"], tmp_path)
+    assert bad.returncode == 1 and "--rounds is for --format swiss" in bad.stderr
+
+
 @pytest.fixture
 def running_service(tmp_path: Path):
     """``allfours serve`` with an admin token, on its own embedded Redis."""

@@ -24,6 +24,10 @@ GAMES = ("round", "slot", "pairing", "deal", "game_id", "status", "seed", "winne
          *(f"{k}_{team}" for k in _PER_TEAM for team in (0, 1)), "recorded",
          *(f"{k}_{team}" for team in (0, 1) for k in _RATING), "record")
 RATINGS = ("round", "bot_id", "mu", "sigma", "ordinal")
+BRACKET = ("round", "name", "match", "entrant_0", "entrant_1", "seed_0", "seed_1", "status",
+           "wins_0", "wins_1", "points_0", "points_1", "tiebreak_games", "winner",
+           "decided_by", "games")
+KNOCKOUT_STANDINGS = (*STANDINGS[:1], "place", "eliminated", *STANDINGS[1:])
 
 
 def _standings(export: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -52,14 +56,30 @@ def _ratings(export: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield {"round": point["round"], **r}
 
 
+def _bracket(export: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A knockout's matches, round by round (none for other formats); ``games``: the game
+    ids of the match, space-separated."""
+    for rnd in (export.get("bracket") or {}).get("rounds", []):
+        for m in rnd["matches"]:
+            row = {"round": rnd["round"], "name": rnd["name"], **m,
+                   "games": " ".join(g["game_id"] for g in m["games"] if g["game_id"])}
+            for k in ("entrants", "seeds", "wins", "points"):
+                for side in (0, 1):
+                    key = k[:-1] if k != "entrants" else "entrant"
+                    row[f"{key}_{side}"] = m[k][side] if m[k] is not None else None
+            yield row
+
+
 TABLES = {"standings": (STANDINGS, _standings), "games": (GAMES, _games),
-          "ratings": (RATINGS, _ratings)}
+          "ratings": (RATINGS, _ratings), "bracket": (BRACKET, _bracket)}
 
 
 def csv_table(export: dict[str, Any], table: str) -> str:
     """``table`` of the dumped export as CSV text (RFC 4180: a header row, CRLF line ends);
     null is an empty cell."""
     columns, rows = TABLES[table]
+    if table == "standings" and export.get("bracket"):
+        columns = KNOCKOUT_STANDINGS  # with the knockout's place and elimination round
     out = io.StringIO()
     writer = csv.DictWriter(out, columns, extrasaction="ignore")
     writer.writeheader()

@@ -27,6 +27,12 @@ nothing about a tournament lives outside Redis. At most ``parallel`` games of on
 tournament are being played at once (a finished game waiting for the other tables of its
 deal does not count); games are created in slot order.
 
+**Knockout** (``service.arena.knockout``): single elimination, seeded by the leaderboard's
+rating ordinal, byes to the top seeds; each round is made when the previous one is
+decided, from the winners, through ``round_slots`` like any round (so its deals are shared
+and embargoed the same way); a level match gets tiebreak games appended to its round
+before the round counts as complete. The bracket lives in this document.
+
 **Rounds.** Round robin: all rounds are fixed at creation by the circle method (each
 entrant plays at most once per round; with an odd number, one sits out — a bye). Swiss:
 each round is paired when the previous one is complete, by the current standings,
@@ -134,7 +140,7 @@ from typing import Any
 
 import redis
 
-from service.arena import ratings
+from service.arena import knockout, ratings
 from service.arena import tournament_control as control
 from service.arena.games import Arena
 from service.arena.status import ACTIVE, FINISHED, deadline_for, embargo_key, status_of, turn_bot
@@ -146,7 +152,7 @@ from service.storage.store import Game
 
 log = logging.getLogger(__name__)
 
-ROUND_ROBIN, SWISS = "round_robin", "swiss"
+ROUND_ROBIN, SWISS, KNOCKOUT = "round_robin", "swiss", "knockout"
 RUNNING = "running"
 PENDING, LIVE, DONE = "pending", "live", "done"
 TABLES, TWINS, SINGLE = "tables", "twins", "single"  # how deals are shared: deal_mode
@@ -374,9 +380,12 @@ def duplicate_setting(asked: bool | None, entrants: int, trusted: bool) -> bool:
 
 
 def planned_games(settings: dict[str, Any], n: int) -> int:
+    """The regular games (a knockout's tiebreak games come on top, as they are added)."""
     g = settings["games_per_pairing"]
     if settings["format"] == ROUND_ROBIN:
         return n * (n - 1) // 2 * g
+    if settings["format"] == KNOCKOUT:
+        return (n - 1) * g  # one match per entrant knocked out
     return settings["rounds"] * (n // 2) * g
 
 
@@ -488,6 +497,8 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     for row in rows.values():
         row["rating"] = ratings.shown(rates[row["bot_id"]])
         out.append(row)
+    if doc["settings"]["format"] == KNOCKOUT:  # placement by round reached
+        return knockout.standings(doc, rows)
     out.sort(key=lambda r: (-r["score"], -r["matchpoints"], -r["won"],
                             -(r["points_for"] - r["points_against"]),
                             -r["rating"]["ordinal"], r["bot_id"]))
@@ -571,7 +582,8 @@ class Tournaments:
             "duplicate": duplicate_setting(body.get("duplicate"), n, trusted),
             "trusted": trusted,
             "rounds": (body.get("rounds") or max(1, math.ceil(math.log2(n))))
-            if fmt == SWISS else n - 1 + n % 2,
+            if fmt == SWISS else knockout.rounds_for(n) if fmt == KNOCKOUT
+            else n - 1 + n % 2,
             "variants": variants.changed(),
             "move_limit": body.get("move_limit"),
             "parallel": body.get("parallel", 8),
@@ -603,6 +615,12 @@ class Tournaments:
         if fmt == ROUND_ROBIN:
             for pairs, byes in round_robin_rounds(entrants):
                 self._add_round(doc, pairs, byes)
+        elif fmt == KNOCKOUT:  # seeded by the leaderboard as it is now
+            board = dict(zip(entrants, self.r.hmget(self.lb_key, entrants), strict=True))
+            lines = knockout.start(doc, {b: json.loads(v) if v else None
+                                         for b, v in board.items()})
+            self._add_round(doc, *knockout.pairs_of(lines))
+            doc["rounds"][-1]["lines"] = lines
         else:
             self._add_round(doc, *swiss_pairs(entrants, set(), {}))
         seq = self.r.incr(f"{self.p}tours:seq")
@@ -786,6 +804,9 @@ class Tournaments:
                 if any(s["status"] != DONE for s in rnd["slots"]):
                     return changed
                 if rnd["round"] not in snapped:
+                    if doc["settings"]["format"] == KNOCKOUT and knockout.add_tiebreaks(doc,
+                                                                                        rnd):
+                        return True  # a level match plays a tiebreak pair first
                     doc["history"].append({
                         "round": rnd["round"],
                         "ratings": {b: ratings.shown(r) for b, r in doc["ratings"].items()},
@@ -805,6 +826,12 @@ class Tournaments:
                     self._add_round(doc, *swiss_pairs(still, met, byes))
                     changed = True
                     continue
+            lines = knockout.next_lines(doc) if settings["format"] == KNOCKOUT else None
+            if lines is not None:  # the winners, in their places in the bracket
+                self._add_round(doc, *knockout.pairs_of(lines))
+                doc["rounds"][-1]["lines"] = lines
+                changed = True
+                continue
             doc["status"] = FINISHED
             doc["finished"] = int(time.time())
             return True
@@ -865,7 +892,8 @@ class Tournaments:
             "entrants": control.entrants_out(doc),
             "warnings": doc.get("warnings", []),
             "progress": {
-                "games_planned": planned_games(settings, len(doc["entrants"])),
+                "games_planned": planned_games(settings, len(doc["entrants"]))
+                + knockout.tiebreak_games(doc),
                 "games_done": sum(1 for s in slots if s["status"] == DONE),
                 "games_live": sum(1 for s in slots if s["status"] == LIVE),
                 "rounds_planned": settings["rounds"],
@@ -878,6 +906,7 @@ class Tournaments:
 
     def _detail(self, doc: dict[str, Any]) -> dict[str, Any]:
         out = self._summary(doc)
+        out["bracket"] = knockout.bracket(doc) if "knockout" in doc else None
         out["rounds"] = [
             {
                 "round": rnd["round"],

@@ -33,8 +33,10 @@ What it does, in order:
    for the live scores): a bar of games finished out of the total, a line per live game
    and a line per entrant (``rich``); ``--quiet`` prints a plain line per finished round
    instead.
-6. **The end**: the standings table (ratings as mu ± sigma and the conservative ordinal
-   mu − 3 sigma; the ranking order is in ``RANKING_HELP``, shown by ``--help``) and a JSON
+6. **The end**: for a knockout, the bracket (``bracket_tables``: every round, match, score
+   and who went through, and why); the standings table (ratings as mu ± sigma and the
+   conservative ordinal mu − 3 sigma; a knockout's place; the ranking order is in
+   ``RANKING_HELP``, shown by ``--help``) and a JSON
    file with the settings, every game with its result, its place in the rating order
    (``recorded``) and both entrants' ratings before and after it (``rating``), the
    standings and the rating history.
@@ -73,7 +75,8 @@ from service.storage.embedded import EmbeddedRedis, EmbeddedRedisError, die_with
 READY_TIMEOUT = 60.0
 POLL_EVERY = 0.5  # seconds between looks at the tournament
 RUNNER_POLL = 1.0  # a runner's turn long-poll: also how soon it notices a stop
-FORMATS = {"round-robin": "round_robin", "round_robin": "round_robin", "swiss": "swiss"}
+FORMATS = {"round-robin": "round_robin", "round_robin": "round_robin", "swiss": "swiss",
+           "knockout": "knockout"}
 _NAME_OK = re.compile(r"[^A-Za-z0-9 ._-]+")
 
 
@@ -473,10 +476,14 @@ def standings_table(standings: Any, entrants: list[Entrant], width: int = 120) -
     from rich.table import Table
 
     strategies = {e.bot_id: e.strategy for e in entrants}
+    knockout = any(row.place is not None or row.eliminated is not None
+                   for row in standings.items)
     table = Table(
         title="Standings", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
         padding=(0, 0) if width < 90 else (0, 1), collapse_padding=True,
-        caption="score: match points (1 a pairing won, ½ drawn, 1 a bye) · mp: matchpoints, "
+        caption=("score: matches won (a bye counts 1) · place: by the round reached · "
+                 if knockout else
+                 "score: match points (1 a pairing won, ½ drawn, 1 a bye) · ") + "mp: matchpoints, "
         "duplicate deals compared across tables, of the most possible · hands: hands won · "
         "for/agst: game points for and against · t/o: timeouts · rating: OpenSkill μ ± σ · "
         "ordinal: μ − 3σ, the conservative estimate",
@@ -491,6 +498,8 @@ def standings_table(standings: Any, entrants: list[Entrant], width: int = 120) -
         # only the names may wrap, so a tight fit never cuts a number short
         table.add_column(header, justify=justify,  # type: ignore[arg-type]
                          no_wrap=header != "entrant")
+    if knockout:
+        table.add_column("place", justify="right", no_wrap=True)
     for row in standings.items:
         name = row.bot_name
         if strategies.get(row.bot_id, name) != name:
@@ -502,9 +511,44 @@ def standings_table(standings: Any, entrants: list[Entrant], width: int = 120) -
             str(row.played), str(row.won), pct,
             str(row.hands_won), str(row.points_for), str(row.points_against),
             str(row.timeouts), f"{row.rating.mu:.1f} ± {row.rating.sigma:.1f}",
-            f"{row.rating.ordinal:.1f}",
+            f"{row.rating.ordinal:.1f}", *([row.place or "in"] if knockout else []),
         )
     return table
+
+
+def bracket_tables(bracket: dict[str, Any], entrants: list[Entrant]) -> Any:
+    """A knockout's bracket for the terminal: per round, each match with the seeds, the
+    games won (then the points), the tiebreak games and who went through, and why."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    names = {e.bot_id: e.name for e in entrants}
+
+    def side(bot: str | None, seed: int | None) -> str:
+        return f"({seed}) {names.get(bot, bot)}" if bot else "–"
+
+    parts: list[Any] = [Text("Bracket", style="bold italic", justify="center")]
+    for rnd in bracket["rounds"]:
+        table = Table(title=f"round {rnd['round']}: {rnd['name']}", box=None,
+                      show_header=False, padding=(0, 1), title_justify="left")
+        for m in rnd["matches"]:
+            a, b = m["entrants"]
+            if m["status"] == "bye":
+                score, result = "bye", f"→ {names.get(m['winner'], m['winner'])}"
+            else:
+                score = (f"{m['wins'][0]}–{m['wins'][1]} ({m['points'][0]}–{m['points'][1]} "
+                         f"pts)" if m["wins"] is not None else "–")
+                if m["tiebreak_games"]:
+                    score += f", {m['tiebreak_games']} tiebreak games"
+                result = (f"→ {names.get(m['winner'], m['winner'])} (by {m['decided_by']})"
+                          if m["winner"] else m["status"])
+            table.add_row(side(a, m["seeds"][0]), score, side(b, m["seeds"][1]), result)
+        parts.append(table)
+    champion = bracket.get("champion")
+    if champion:
+        parts.append(Text(f"champion: {names.get(champion, champion)}", style="bold"))
+    return Group(*parts)
 
 
 # --- the run --------------------------------------------------------------------------------
@@ -550,6 +594,7 @@ def results_document(tour: Any, standings: Any, entrants: list[Entrant], server:
             for e in entrants
         ],
         "byes": [{"round": r["round"], "byes": r["byes"]} for r in tour.rounds if r["byes"]],
+        "bracket": tour.raw.get("bracket"),
         "games": games,
         "standings": [dataclasses.asdict(row) for row in standings.items],
         "ratings_history": standings.history,
@@ -713,6 +758,8 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
             standings = viewer.standings(tour.id)
         except ArenaError as exc:
             raise TournamentCliError(f"reading the standings failed: {exc}") from exc
+        if tour.raw.get("bracket"):
+            console.print(bracket_tables(tour.raw["bracket"], entrants))
         console.print(standings_table(standings, entrants, console.width))
         doc = results_document(tour, standings, entrants, server, started, finished)
         out = Path(args.json_out or f"tournament-{tour.id}.json")
@@ -743,7 +790,12 @@ RANKING_HELP = (
     "ratings before and after it (rating). Limits (the service's): 2 to 64 entrants, 1 to "
     "100 games per pairing and Swiss rounds, at most 1000 games in all; a tournament "
     "outside them is refused before anything is started or registered, with the reason "
-    "per option. Forfeits: an entrant that withdraws, falls under --no-show or reaches "
+    "per option. Knockout: seeds by the leaderboard's rating ordinal (unrated entrants "
+    "after rated ones; ties in --bots order), byes to the top seeds; a match is --games "
+    "games; who goes through: more games won, then more points in the match, then up to 2 "
+    "tiebreak pairs (two more games each), then the higher seed; standings by the round "
+    "reached. A knockout counts (entrants - 1) x (games + 4) games against the 1000. "
+    "Forfeits: an entrant that withdraws, falls under --no-show or reaches "
     "--max-timeouts leaves and forfeits its live and unplayed games, and a side whose "
     "every move in a finished game was played by the clock forfeits that game: the "
     "opponent wins it (nobody, if both forfeit or it never moved), it adds no points, "
@@ -757,7 +809,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bots", default="random,heuristic,search",
                    help="entrants: comma-separated strategies (random, heuristic, search, or "
                    "package.module:Class); one may appear twice (default %(default)s)")
-    p.add_argument("--format", choices=("round-robin", "swiss"), default="round-robin")
+    p.add_argument("--format", choices=("round-robin", "swiss", "knockout"),
+                   default="round-robin",
+                   help="round-robin, swiss or knockout (single elimination seeded by the "
+                   "leaderboard's rating, byes to the top seeds; see below)")
     p.add_argument("--rounds", type=int, default=None,
                    help="swiss: rounds to play (default ceil(log2(entrants)))")
     p.add_argument("--games", type=int, default=2,

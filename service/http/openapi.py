@@ -270,13 +270,15 @@ def _seats_per_players(doc: dict[str, Any]) -> None:
 
 def _tournament_rules(doc: dict[str, Any]) -> None:
     """``TournamentCreate``'s cross-field rules (its ``validates_schema``), which
-    marshmallow cannot export: ``rounds`` is for Swiss only; with trusted duplicate
+    marshmallow cannot export: ``rounds`` is for Swiss only (not round robin, not
+    knockout); with trusted duplicate
     twins (``trusted`` and ``duplicate`` not false) ``games_per_pairing`` is even; and
     ``duplicate: true`` without ``trusted`` needs 4 entrants (two tables a round)."""
     create = doc["components"]["schemas"]["TournamentCreate"]
     create["allOf"] = [
-        {
-            "if": {"properties": {"format": {"const": "round_robin"}}, "required": ["format"]},
+        {  # rounds: Swiss only (a knockout's follow from its entrants)
+            "if": {"properties": {"format": {"enum": ["round_robin", "knockout"]}},
+                   "required": ["format"]},
             "then": {"not": {"required": ["rounds"]}},
         },
         {

@@ -768,11 +768,14 @@ MAX_GAMES_PER_PAIRING = 100
 # finishes and served whole by GET /tournaments/{id}: about 500 bytes a finished game with
 # its result and rating change, so 1000 games keep it near 0.5 MB.
 MAX_TOURNAMENT_GAMES = 1000
+KNOCKOUT_TIEBREAK_GAMES = 4  # service.arena.knockout.TIEBREAK_GAMES: at most, per match
 SIZE_DOC = (
     f"Size limits: 2 to {MAX_ENTRANTS} entrants, 1 to {MAX_ROUNDS} Swiss rounds, 1 to "
     f"{MAX_GAMES_PER_PAIRING} games per pairing, and at most {MAX_TOURNAMENT_GAMES} games "
     "in all (round robin: entrants × (entrants − 1) / 2 × games_per_pairing; Swiss: rounds × "
-    "floor(entrants / 2) × games_per_pairing). A tournament over that total is refused (422) "
+    "floor(entrants / 2) × games_per_pairing; knockout: (entrants − 1) matches × "
+    f"(games_per_pairing + {KNOCKOUT_TIEBREAK_GAMES}), counting every tiebreak game a match "
+    "may need). A tournament over that total is refused (422) "
     "with the error under the fields sent that can bring it within the limit — rounds, "
     "games_per_pairing — each saying how far, or under entrants when only fewer entrants can"
 )
@@ -785,9 +788,12 @@ def default_rounds(entrants: int) -> int:
 
 def tournament_games(fmt: str, entrants: int, rounds: int | None, games_per_pairing: int
                      ) -> int:
-    """How many games a tournament plans (a bye is no game)."""
+    """How many games a tournament may play (a bye is no game; a knockout's tiebreaks
+    counted at their most)."""
     if fmt == "round_robin":
         return entrants * (entrants - 1) // 2 * games_per_pairing
+    if fmt == "knockout":
+        return (entrants - 1) * (games_per_pairing + KNOCKOUT_TIEBREAK_GAMES)
     return (rounds or default_rounds(entrants)) * (entrants // 2) * games_per_pairing
 
 
@@ -797,7 +803,7 @@ def size_errors(data: dict[str, Any], sent: Any = None) -> dict[str, list[str]]:
     gave, default every one in ``data``)."""
     sent = data if sent is None else sent
     fmt, n = data.get("format"), len(data.get("entrants") or [])
-    if fmt not in ("round_robin", "swiss") or n < 2:
+    if fmt not in ("round_robin", "swiss", "knockout") or n < 2:
         return {}
     g, rounds = data.get("games_per_pairing", 2), data.get("rounds")
     total = tournament_games(fmt, n, rounds, g)
@@ -805,6 +811,8 @@ def size_errors(data: dict[str, Any], sent: Any = None) -> dict[str, list[str]]:
         return {}
     shown_rounds = rounds or default_rounds(n)
     how = (f"{n} entrants × {n - 1} / 2 pairings × {g} games per pairing" if fmt == "round_robin"
+           else f"{n - 1} matches × ({g} games per pairing + {KNOCKOUT_TIEBREAK_GAMES} "
+           f"tiebreak games at most)" if fmt == "knockout"
            else f"{shown_rounds} rounds × {n // 2} tables × {g} games per pairing")
     said = f"{total} games planned ({how}); at most {MAX_TOURNAMENT_GAMES} per tournament"
     errors: dict[str, list[str]] = {}
@@ -813,9 +821,12 @@ def size_errors(data: dict[str, Any], sent: Any = None) -> dict[str, list[str]]:
         errors["rounds"] = [f"{said}: at most {MAX_TOURNAMENT_GAMES // (tables * g)} rounds "
                             f"with {n} entrants and {g} games per pairing"]
     per_round = tables * (shown_rounds if fmt == "swiss" else 1)
-    if "games_per_pairing" in sent and MAX_TOURNAMENT_GAMES // per_round >= 1:
+    most_g = MAX_TOURNAMENT_GAMES // per_round
+    if fmt == "knockout":
+        most_g = MAX_TOURNAMENT_GAMES // (n - 1) - KNOCKOUT_TIEBREAK_GAMES
+    if "games_per_pairing" in sent and most_g >= 1:
         errors["games_per_pairing"] = [
-            f"{said}: at most {MAX_TOURNAMENT_GAMES // per_round} games per pairing with {n} "
+            f"{said}: at most {most_g} games per pairing with {n} "
             f"entrants" + (f" and {shown_rounds} rounds" if fmt == "swiss" else "")]
     if errors:
         return errors
@@ -849,21 +860,28 @@ TOURNAMENT_STATUS_DOC = (
 class TournamentCreate(Strict):
     name = fields.Str(validate=[validate.Length(1, 60), Pattern(r"^[A-Za-z0-9 ._-]+$")],
                       metadata={"example": "weekly"})
-    format = fields.Str(required=True, validate=validate.OneOf(["round_robin", "swiss"]))
+    format = fields.Str(
+        required=True, validate=validate.OneOf(["round_robin", "swiss", "knockout"]),
+        metadata={"description": "round_robin (everyone meets everyone), swiss (rounds "
+                  "paired by the standings) or knockout (single elimination seeded by the "
+                  "leaderboard's rating ordinal, byes to the top seeds; its rules are under "
+                  "`bracket` in the tournament)"})
     entrants = fields.List(
         fields.Str(validate=Pattern(ID_PATTERN)),
         required=True,
         validate=validate.Length(2, MAX_ENTRANTS, error=f"a tournament takes 2 to "
                                  f"{MAX_ENTRANTS} entrants"),
         metadata={"description": "registered bot ids, distinct (2 to "
-                  f"{MAX_ENTRANTS}); the order seeds Swiss round 1. " + SIZE_DOC,
+                  f"{MAX_ENTRANTS}); the order seeds Swiss round 1, and breaks a "
+                  "knockout's seeding ties (unrated entrants, equal ordinals). " + SIZE_DOC,
                   "uniqueItems": True},
     )
     players = JsonInt(validate=validate.OneOf([2, 4]), load_default=2,
                       metadata={"description": "4: each entrant holds both seats of its team"})
     games_per_pairing = JsonInt(
         validate=validate.Range(1, MAX_GAMES_PER_PAIRING), load_default=2,
-        metadata={"description": "games each pairing plays per round, each a different deal "
+        metadata={"description": "games each pairing plays per round (a knockout's match: "
+                  "these, then tiebreak pairs while level), each a different deal "
                   f"(even with trusted duplicate twins); 1 to {MAX_GAMES_PER_PAIRING}, and "
                   f"the tournament at most {MAX_TOURNAMENT_GAMES} games in all"},
     )
@@ -918,7 +936,7 @@ class TournamentCreate(Strict):
 
 
 class TournamentSettings(Out):
-    format = one_of(["round_robin", "swiss"], required=True)
+    format = one_of(["round_robin", "swiss", "knockout"], required=True)
     players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
     games_per_pairing = fields.Int(required=True)
     duplicate = fields.Bool(required=True, metadata={
@@ -1027,8 +1045,85 @@ class TournamentRound(Out):
     games = fields.List(fields.Nested(TournamentGame), required=True)
 
 
+BRACKET_DOC = (
+    "Knockout only (null otherwise): single elimination. Seeds: entrants on the "
+    "leaderboard first, by rating ordinal (mu - 3 sigma) at creation, higher first; then "
+    "unrated ones; ties in the order of `entrants`. The bracket has `size` lines (the "
+    "smallest power of two holding every entrant), seed 1 v `size`, 2 v `size` - 1, ... "
+    "placed so that seeds 1 and 2 can meet only in the final; the missing lines are byes, "
+    "which fall to the top seeds. A match is `games_per_pairing` games (duplicate deals "
+    "shared by every table of the round and embargoed until all have finished; with "
+    "trusted, each deal played from both seats as twins). Who goes through, once every "
+    "game of the match is recorded: 1. more games won; 2. more game points in the match; "
+    "3. still level: a tiebreak pair (two more games, one more deal each side on team 0) "
+    "and 1.-2. again over all the match's games, at most `tiebreak_pairs` pairs; 4. still "
+    "level: the higher seed. Standings rank by round reached (see `place`)")
+
+
+class BracketSeed(Out):
+    seed = fields.Int(required=True, metadata={"description": "1 is the top seed"})
+    bot_id = fields.Str(required=True)
+    ordinal = fields.Float(required=True, allow_none=True, metadata={
+        "description": "the leaderboard rating ordinal it was seeded by; null: unrated"})
+
+
+class BracketGame(Out):
+    slot = fields.Int(required=True)
+    game_id = fields.Str(required=True, allow_none=True)
+    status = one_of(["pending", "live", "done"], required=True)
+    tiebreak = fields.Bool(required=True, metadata={"description": "a tiebreak pair's game"})
+    winner = fields.Str(required=True, allow_none=True, metadata={
+        "description": "bot id; null until recorded (every table of its deal finished)"})
+
+
+class BracketMatch(Out):
+    match = fields.Int(required=True, metadata={"description": "its place in the round, "
+                                                "top to bottom; its winner takes line `match` "
+                                                "of the next round"})
+    entrants = fields.List(fields.Str(allow_none=True), required=True, metadata={
+        "description": "bot ids on its two lines; null: a bye (round 1) or not yet known"})
+    seeds = fields.List(fields.Int(allow_none=True), required=True)
+    pairing = fields.Int(required=True, allow_none=True, metadata={
+        "description": "the pairing of its games in the round (`rounds[].games[].pairing`)"})
+    status = one_of(["waiting", "bye", "pending", "live", "done", "void"], required=True,
+                    metadata={
+        "description": "waiting: an entrant is not known yet; bye: one entrant goes through "
+        "without playing; done: decided; void: undecided when the tournament was cancelled"})
+    wins = fields.List(fields.Int(), required=True, allow_none=True, metadata={
+        "description": "games won per entrant (as in entrants), recorded games only"})
+    points = fields.List(fields.Int(), required=True, allow_none=True, metadata={
+        "description": "game points scored per entrant, recorded games only"})
+    tiebreak_games = fields.Int(required=True)
+    winner = fields.Str(required=True, allow_none=True)
+    decided_by = one_of(["bye", "games", "points", "seed", "forfeit"], required=True,
+                        allow_none=True, metadata={
+                            "description": "forfeit: an entrant forfeited a game of the match "
+                            "(it left the tournament); the other goes through (both: the "
+                            "higher seed)"})
+    games = fields.List(fields.Nested(BracketGame), required=True)
+
+
+class BracketRound(Out):
+    round = fields.Int(required=True)
+    name = fields.Str(required=True, metadata={"example": "semifinals"})
+    matches = fields.List(fields.Nested(BracketMatch), required=True)
+
+
+class Bracket(Out):
+    size = fields.Int(required=True)
+    seeds = fields.List(fields.Nested(BracketSeed), required=True)
+    tiebreak_pairs = fields.Int(required=True, metadata={
+        "description": "the most tiebreak pairs a match plays before the higher seed goes "
+        "through"})
+    champion = fields.Str(required=True, allow_none=True)
+    rounds = fields.List(fields.Nested(BracketRound), required=True, metadata={
+        "description": "every round, those still to come too"})
+
+
 class Tournament(TournamentSummary):
     rounds = fields.List(fields.Nested(TournamentRound), required=True)
+    bracket = fields.Nested(Bracket, required=True, allow_none=True,
+                            metadata={"description": BRACKET_DOC})
 
 
 class TournamentList(Out):
@@ -1051,7 +1146,9 @@ class StandingRow(Out):
     rank = fields.Int(required=True, metadata={
         "description": "1 is best: by score, then matchpoints, games won, point difference "
         "(points_for - points_against), rating ordinal (all higher first), then bot id "
-        "(ascending)"})
+        "(ascending). Knockout: by the round reached (the champion, the runner-up, then the "
+        "losers of each earlier round, later rounds first; those still in before them), "
+        "then matchpoints, games won, point difference, rating ordinal, bot id"})
     bot_id = fields.Str(required=True)
     bot_name = fields.Str(required=True)
     score = fields.Float(required=True, metadata={
@@ -1083,6 +1180,12 @@ class StandingRow(Out):
         "description": "rounds it sat out, counted (with their point in score) once the "
         "round is complete (in rounds_done), never before"})
     rating = fields.Nested(RatingOut, required=True)
+    place = fields.Str(allow_none=True, metadata={
+        "description": "knockout only: the place, shared by the losers of one round, e.g. "
+        "1, 2, 3-4, 5-8; null while still in", "example": "3-4"})
+    eliminated = fields.Int(allow_none=True, metadata={
+        "description": "knockout only: the round it was knocked out in; null: still in, or "
+        "the champion"})
 
 
 class RatingPoint(RatingOut):
@@ -1116,7 +1219,7 @@ class Leaderboard(Out):
     items = fields.List(fields.Nested(LeaderboardRow), required=True)
 
 
-EXPORT_TABLES = ["standings", "games", "ratings"]
+EXPORT_TABLES = ["standings", "games", "ratings", "bracket"]
 
 
 class ExportQuery(Strict):
@@ -1127,7 +1230,8 @@ class ExportQuery(Strict):
         "description": "csv only, ignored with json (one table per answer; default "
         "standings): standings "
         "(one row per entrant), games (one row per game, per-team values as _0/_1 "
-        "columns) or ratings (one row per entrant per completed round)"})
+        "columns), ratings (one row per entrant per completed round) or bracket (knockout: "
+        "one row per match; empty otherwise)"})
 
 
 class ExportGame(TournamentGame):
@@ -1151,6 +1255,8 @@ class TournamentExport(TournamentSummary):
     byes = fields.List(fields.Nested(ExportBye), required=True)
     history = fields.List(fields.Nested(RatingHistory), required=True,
                           metadata={"description": "everyone's rating after each round"})
+    bracket = fields.Nested(Bracket, required=True, allow_none=True,
+                            metadata={"description": "as in `GET /tournaments/{id}`"})
 
 
 # --- house bots (a person against the service's own bots) ----------------------------------

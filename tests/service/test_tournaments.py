@@ -161,7 +161,8 @@ def test_only_the_admin_creates_tournaments(client):
         ({**body, "trusted": True, "games_per_pairing": 3}, 422),  # twins come in pairs
         ({**body, "rounds": 2}, 422),  # rounds: swiss only
         ({**body, "entrants": [*bots, "0123456789ab"]}, 404),
-        ({**body, "format": "knockout"}, 422),
+        ({**body, "format": "double_elimination"}, 422),
+        ({**body, "format": "knockout", "rounds": 2}, 422),  # rounds: swiss only
     ]
     for b, status in bad:
         r = client.post("/tournaments", json=b, headers=ADMIN)

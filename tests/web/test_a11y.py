@@ -46,7 +46,8 @@ def axe_violations(pg: Any) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def pages(service) -> Iterator[dict[str, str]]:
-    """One of each page: a live game, a finished one, a tournament, a seated player."""
+    """One of each page: a live game, a finished one, a tournament, a knockout, a seated
+    player."""
     from tests.web.support import Api, RandomBot
 
     api = Api(service.base)
@@ -60,8 +61,13 @@ def pages(service) -> Iterator[dict[str, str]]:
         "players": 2, "games_per_pairing": 2, "variants": {"target": 3},
         "parallel": 3,
     }, ADMIN)
-    wait_until(lambda: api.get(f"/tournaments/{t['id']}")["status"] == "finished", 180,
-               "the tournament to finish", every=0.5)
+    ko = api.post("/tournaments", {
+        "name": "axe knockout", "format": "knockout", "entrants": [b for b, _ in made],
+        "players": 2, "games_per_pairing": 2, "variants": {"target": 3}, "parallel": 4,
+    }, ADMIN)
+    for tid in (t["id"], ko["id"]):
+        wait_until(lambda tid=tid: api.get(f"/tournaments/{tid}")["status"] == "finished",
+                   180, "the tournaments to finish", every=0.5)
     done = api.get(f"/tournaments/{t['id']}")["rounds"][0]["games"][0]["game_id"]
     house = api.post("/house/games", {"players": 2, "opponent": "random"})
     for p in players:
@@ -74,6 +80,7 @@ def pages(service) -> Iterator[dict[str, str]]:
         "play": f"/games/{house['game']['id']}/play#token={house['player']['token']}",
         "play-before-seat": f"/games/{live['id']}/play",
         "tournament": f"/tournaments/{t['id']}",
+        "knockout": f"/tournaments/{ko['id']}",
         "unknown-game": "/games/000000000000",
     }
     for p in players:
@@ -88,6 +95,7 @@ READY = {
     "play": "body[data-seat='0']",
     "play-before-seat": "#felt .seat",
     "tournament": "body[data-loaded=true]",
+    "knockout": "#bracket .match",
     "unknown-game": "body[data-failed=true]",
 }
 
@@ -150,6 +158,49 @@ def test_tournament_heads_colours_and_phone_columns(browser, service, pages) -> 
         strokes = pg.eval_on_selector_all("#chart polyline",
                                           "els => els.map(e => e.getAttribute('stroke'))")
         assert strokes and not set(s.lower() for s in strokes) & set(team), (strokes, team)
+    finally:
+        pg.context.close()
+
+
+def test_a_knockouts_page_shows_its_bracket(browser, service, pages) -> None:
+    """Rounds, matches with seeds and games won, who went through (in words, not only in
+    bold), links to every game, and the place column; the API's bracket is what is shown."""
+    from tests.web.support import Api
+
+    tid = pages["knockout"].rsplit("/", 1)[1]
+    br = Api(service.base).get(f"/tournaments/{tid}")["bracket"]
+    pg = new_page(browser, service, DESKTOP_800)
+    try:
+        pg.goto(pages["knockout"])
+        pg.locator("#bracket .match").first.wait_for()
+        heads = pg.eval_on_selector_all("#bracket h3", "els => els.map(e => e.textContent)")
+        assert heads == [f"Round {r['round']}: {r['name']}" for r in br["rounds"]]
+        for r in br["rounds"]:
+            for m in r["matches"]:
+                box_ = pg.locator(f"#bracket [data-round='{r['round']}'] "
+                                  f"li[data-match='{m['match']}']")
+                won = box_.locator(".match-line.won")
+                assert won.get_attribute("data-bot-id") == m["winner"]
+                assert "goes through" in won.inner_text() + won.text_content()
+                links = box_.locator("a").evaluate_all("as => as.map(a => a.pathname)")
+                assert links == [f"/games/{g['game_id']}" for g in m["games"]]
+                wins = box_.locator(".match-line .num").all_inner_texts()
+                assert wins == [str(w) for w in m["wins"]]
+        heads = pg.eval_on_selector_all("#standings th", "els => els.map(e => e.textContent)")
+        assert heads[0] == "Place"
+        places = pg.eval_on_selector_all("#standings [data-col=place]",
+                                         "els => els.map(e => e.textContent)")
+        assert places == ["1", "2", "3-4", "3-4"]
+    finally:
+        pg.context.close()
+    pg = new_page(browser, service, PHONE)  # on a phone every shown column fits
+    try:
+        pg.goto(pages["knockout"])
+        pg.locator("#standings tbody tr").first.wait_for()
+        widths = pg.eval_on_selector("#standings", "w => [w.scrollWidth, w.clientWidth]")
+        assert widths[0] <= widths[1] + 1, widths
+        cell = box(pg, "#standings tbody tr [data-col=ordinal]")
+        assert cell["w"] > 0 and cell["x"] + cell["w"] <= PHONE["width"], cell
     finally:
         pg.context.close()
 

@@ -1,5 +1,5 @@
-// A tournament: standings with ratings (and their uncertainty), a chart of ratings over
-// rounds, and every round's games. Refreshed while the tournament runs.
+// A tournament: for a knockout its bracket, standings with ratings (and their uncertainty),
+// a chart of ratings over rounds, and every round's games. Refreshed while it runs.
 
 import { api, ApiError, el } from "./api.js";
 
@@ -31,11 +31,15 @@ function botCell(r, names) {
 }
 
 function standingsTable(st, names) {
+  // a knockout ranks by the round reached: its place comes first
+  const knockout = st.items.some((r) => r.place !== undefined);
   const cols = ["#", "Bot", "Score", "Matchpoints", "Played", "Won", "Lost", "Hands won", "Points ±", "Timeouts", "Rating (μ ± σ)", "Ordinal"];
   const optional = new Set([3, 5, 6, 7, 8, 9]); // hidden on phones (won, lost: in the score)
-  const head = el("tr", {}, cols.map((c, i) => el("th", { scope: "col", class: `${i >= 2 ? "num" : ""}${optional.has(i) ? " opt" : ""}${i === 10 ? " nocaps" : ""}`, text: c })));
+  const head = el("tr", {}, knockout ? el("th", { scope: "col", text: "Place" }) : null,
+    cols.map((c, i) => el("th", { scope: "col", class: `${i >= 2 ? "num" : ""}${optional.has(i) || (knockout && i === 0) ? " opt" : ""}${i === 10 ? " nocaps" : ""}`, text: c })));
   const rows = st.items.map((r) => el("tr", { dataset: { botId: r.bot_id, rank: String(r.rank) } },
-    el("td", { text: String(r.rank) }),
+    knockout ? el("td", { dataset: { col: "place" }, text: r.place || "still in" }) : null,
+    el("td", { class: knockout ? "opt" : null, text: String(r.rank) }), // on a phone the place says it
     botCell(r, names),
     el("td", { class: "num", dataset: { col: "score" }, text: String(r.score) }),
     // duplicate deals compared across tables, out of the most possible
@@ -101,6 +105,38 @@ function chart(st, names) {
   return el("div", {}, root, legend);
 }
 
+// A knockout's bracket: a column per round, each match with its two lines (seed, bot,
+// games won), who goes through and why, and links to its games. Winners are marked in
+// words as well as in bold, so nothing rests on colour alone.
+function bracketView(b, names) {
+  const who = (id) => (id ? names[id] || id : null);
+  const WHY = { games: "more games won", points: "more points", seed: "the higher seed, level after the tiebreak games", bye: "a bye" };
+  return el("div", { class: "bracket" }, b.rounds.map((r) => el("section", { class: "bracket-round", dataset: { round: String(r.round) }, "aria-labelledby": `br-${r.round}` },
+    el("h3", { id: `br-${r.round}`, text: `Round ${r.round}: ${r.name}` }),
+    el("ol", { class: "bracket-matches" }, r.matches.map((m) => {
+      const line = (i) => {
+        const id = m.entrants[i];
+        const won = m.winner && m.winner === id;
+        return el("div", { class: `match-line${won ? " won" : ""}`, dataset: { botId: id || "" } },
+          el("span", { class: "seed", text: m.seeds[i] ? String(m.seeds[i]) : "" }),
+          el("span", { class: "bot", text: who(id) || (m.status === "bye" ? "bye" : "to be decided") }),
+          el("span", { class: "num", text: m.wins ? String(m.wins[i]) : "" }),
+          won ? el("span", { class: "adv", text: "✓" }, el("span", { class: "sr-only", text: " goes through" })) : null);
+      };
+      const note = m.winner
+        ? `${who(m.winner)} goes through (${WHY[m.decided_by] || m.decided_by})`
+        : m.status === "waiting" ? "waiting for the earlier round" : m.status;
+      const pts = m.points && m.status !== "bye" ? ` · points ${m.points[0]}–${m.points[1]}` : "";
+      const extra = m.tiebreak_games ? ` · ${m.tiebreak_games} tiebreak games` : "";
+      const games = m.games.length ? el("p", { class: "small match-games" }, "Games: ", m.games.flatMap((g, i) => [i ? " " : "",
+        g.game_id
+          ? el("a", { href: `/games/${g.game_id}`, "aria-label": `game ${i + 1} of ${who(m.entrants[0])} against ${who(m.entrants[1])}${g.tiebreak ? " (tiebreak)" : ""}, ${g.status}`, text: `${i + 1}${g.tiebreak ? "*" : ""}` })
+          : el("span", { class: "muted", text: `${i + 1}` })])) : null;
+      return el("li", { class: "match", dataset: { status: m.status, match: String(m.match) } },
+        line(0), line(1), el("p", { class: "small muted match-note", text: `${note}${pts}${extra}` }), games);
+    })))));
+}
+
 function roundsList(t, names) {
   if (!t.rounds || !t.rounds.length) return el("p", { class: "muted", text: "No round scheduled yet." });
   return el("div", {}, t.rounds.map((r) => {
@@ -146,6 +182,10 @@ async function refresh() {
     const left = (t.entrants || []).filter((e) => e.status && e.status !== "in");
     const rules = [s.no_show ? `no-show after ${s.no_show} s` : null, s.max_timeouts ? `disqualified at ${s.max_timeouts} timeouts` : null].filter(Boolean);
     $("t-info").textContent = `${s.format.replace("_", " ")} · ${s.players} players a table · ${t.entrants.length} bots · round ${p.rounds_done}/${p.rounds_planned} · ${p.games_done}/${p.games_planned} games (${p.games_live} live)${s.duplicate ? " · duplicate deals" : ""}${rules.length ? ` · ${rules.join(", ")}` : ""}${left.length ? ` · left: ${left.map((e) => `${e.bot_name} (${LEFT[e.status] || e.status})`).join(", ")}` : ""}${t.status === "paused" ? " · paused: no game starts until resumed" : t.status === "cancelled" ? " · cancelled: live games were voided" : ""}`;
+    if (t.bracket) {
+      $("bracket-panel").hidden = false;
+      $("bracket").replaceChildren(bracketView(t.bracket, names));
+    }
     $("standings").replaceChildren(standingsTable(st, names));
     $("chart").replaceChildren(chart(st, names));
     lastChart = [st, names];
