@@ -308,3 +308,21 @@ def test_the_commands_timeout_cancels_the_tournament_on_the_server(
     assert t["status"] == "cancelled"
     assert t["settings"]["no_show"] is None and t["settings"]["max_timeouts"] == 50
     assert all(g["status"] in ("done", "void") for g in slots(t))
+
+
+def test_a_knockout_entrant_that_withdraws_loses_its_match_by_forfeit(arena: Arena) -> None:
+    bots = arena.bots(4)
+    tid = arena.create(bots, format="knockout", games_per_pairing=2, variants={"target": 3})
+    t = arena.get(tid)
+    first = t["bracket"]["rounds"][0]["matches"]
+    quitter = first[0]["entrants"][1]
+    opponent = first[0]["entrants"][0]
+    arena.clients[quitter].withdraw(tid)
+    with arena.running([b for b in bots if b != quitter]):
+        wait_until(lambda: arena.get(tid)["status"] == "finished", 180, "the end")
+    t = arena.get(tid)
+    match = t["bracket"]["rounds"][0]["matches"][0]
+    assert match["winner"] == opponent and match["decided_by"] == "forfeit"
+    assert t["bracket"]["champion"] in bots and t["bracket"]["champion"] != quitter
+    rows = {r.bot_id: r for r in arena.viewer.standings(tid).items}
+    assert rows[quitter].status == "withdrawn" and rows[quitter].rank == 4

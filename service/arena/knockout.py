@@ -56,7 +56,8 @@ goes through even if it has not moved yet (it wins no game by it in the standing
 **Standings** (``standings``): placement by the round reached — the champion, then the
 runner-up, then the losers of each earlier round, later rounds first; entrants knocked out
 in the same round share a place (``place``: e.g. ``"3-4"``, ``"5-8"``; null while still
-in) and are ordered among themselves by matchpoints, games won, point difference, rating
+in) and are ordered among themselves: those still in the tournament before those that left
+it (tournament_control), then by matchpoints, games won, point difference, rating
 ordinal (higher first), then bot id. ``score`` is the matches won (a bye counts as one).
 """
 
@@ -348,7 +349,8 @@ def standings(doc: dict[str, Any], rows: dict[str, dict[str, Any]]) -> list[dict
         row["place"] = (places[out_in[bot]] if out_in[bot] is not None
                         else "1" if finished else None)
     out = sorted(rows.values(), key=lambda r: (
-        -(r["eliminated"] or total + 1), -r["matchpoints"], -r["won"],
+        -(r["eliminated"] or total + 1), r.get("status", "in") != "in",  # left: last of its
+        -r["matchpoints"], -r["won"],
         -(r["points_for"] - r["points_against"]), -r["rating"]["ordinal"], r["bot_id"]))
     for i, row in enumerate(out, 1):
         row["rank"] = i
