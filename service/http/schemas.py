@@ -1070,10 +1070,12 @@ class BracketSeed(Out):
 class BracketGame(Out):
     slot = fields.Int(required=True)
     game_id = fields.Str(required=True, allow_none=True)
-    status = one_of(["pending", "live", "done"], required=True)
+    status = one_of(["pending", "live", "done", "void"], required=True,
+                    metadata={"description": "as the game's slot in the round"})
     tiebreak = fields.Bool(required=True, metadata={"description": "a tiebreak pair's game"})
     winner = fields.Str(required=True, allow_none=True, metadata={
-        "description": "bot id; null until recorded (every table of its deal finished)"})
+        "description": "bot id; null until recorded (every table of its deal finished), "
+        "when voided, or when both entrants forfeited it"})
 
 
 class BracketMatch(Out):
