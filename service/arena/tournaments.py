@@ -33,6 +33,13 @@ decided, from the winners, through ``round_slots`` like any round (so its deals 
 and embargoed the same way); a level match gets tiebreak games appended to its round
 before the round counts as complete. The bracket lives in this document.
 
+**Stopping and leaving** (``service.arena.tournament_control``): a tournament is
+``running``, ``paused`` (nothing starts; live games play on and are recorded),
+``finished`` or ``cancelled`` (live games voided, nothing scheduled, every deal's embargo
+lifted). Entrants that withdraw, fall under the no-show rule or are disqualified forfeit
+their live and unplayed games; ``advance`` applies all of it first (``before_step``), in
+the same transaction as everything else.
+
 **Rounds.** Round robin: all rounds are fixed at creation by the circle method (each
 entrant plays at most once per round; with an odd number, one sits out — a bye). Swiss:
 each round is paired when the previous one is complete, by the current standings,
