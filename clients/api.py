@@ -98,6 +98,14 @@ ENDPOINTS: dict[str, Endpoint] = {
     ),
     "getLeaderboard": Endpoint("GET", "/leaderboard"),
     "postHouseGames": Endpoint("POST", "/house/games", safe=False),
+    "getLadders": Endpoint("GET", "/ladders"),
+    "getLaddersName": Endpoint("GET", "/ladders/{name}"),
+    # joining and leaving are idempotent: a repeat after a lost answer changes nothing
+    "postLaddersNameEntry": Endpoint("POST", "/ladders/{name}/entry"),
+    "getLaddersNameEntry": Endpoint("GET", "/ladders/{name}/entry"),
+    "deleteLaddersNameEntry": Endpoint("DELETE", "/ladders/{name}/entry"),
+    "getLaddersNameStandings": Endpoint("GET", "/ladders/{name}/standings"),
+    "getLaddersNameBotsBotIdHistory": Endpoint("GET", "/ladders/{name}/bots/{bot_id}/history"),
     "getHealthz": Endpoint("GET", "/healthz"),
     "getReadyz": Endpoint("GET", "/readyz"),
 }
@@ -754,6 +762,54 @@ class ArenaClient:
     def leaderboard(self) -> list[LeaderboardRow]:
         """``GET /leaderboard``: ratings over every tournament game, best first."""
         return [LeaderboardRow.of(r) for r in self._call("getLeaderboard")["items"]]
+
+    # --- the ladder (answers as the contract's JSON objects) ------------------------------
+
+    def _ladder(self, op: str, ladder: str, params: JSON | None = None, json: Any = None,
+                **path: Any) -> Any:
+        """``_call`` for the ladder's operations, whose path parameter is ``name`` (which
+        ``_call`` takes for the operation)."""
+        resp = self._send(op, {"name": ladder, **path}, params=params, json=json)
+        return resp.json()
+
+    def ladders(self) -> list[JSON]:
+        """``GET /ladders``: every ladder with its table size, rules and counts."""
+        return list(self._call("getLadders")["items"])
+
+    def ladder(self, name: str) -> JSON:
+        """``GET /ladders/{name}``: the ladder and who is on it (its queue)."""
+        return dict(self._ladder("getLaddersName", name))
+
+    def join_ladder(self, name: str, games: int | None = None) -> JSON:
+        """``POST /ladders/{name}/entry``: queue for rated games (``games`` of them, or until
+        ``leave_ladder``); answers the entry (``state``, ``game_id``, ``reason``...)."""
+        body: JSON = {} if games is None else {"games": games}
+        return dict(self._ladder("postLaddersNameEntry", name, json=body))
+
+    def ladder_entry(self, name: str) -> JSON:
+        """``GET /ladders/{name}/entry``: your queue state."""
+        return dict(self._ladder("getLaddersNameEntry", name))
+
+    def leave_ladder(self, name: str) -> JSON:
+        """``DELETE /ladders/{name}/entry``: stop being matched (a game in play is finished)."""
+        return dict(self._ladder("deleteLaddersNameEntry", name))
+
+    def ladder_standings(self, name: str, limit: int = 20, cursor: int | None = None) -> JSON:
+        """``GET /ladders/{name}/standings``: one page, best ordinal first."""
+        params: JSON = {"limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return dict(self._ladder("getLaddersNameStandings", name, params=params))
+
+    def ladder_history(self, name: str, bot_id: str, limit: int = 20,
+                       cursor: int | None = None) -> JSON:
+        """``GET /ladders/{name}/bots/{bot_id}/history``: one page of its games, newest
+        first, with its rating before and after each."""
+        params: JSON = {"limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return dict(self._ladder("getLaddersNameBotsBotIdHistory", name, params=params,
+                                 bot_id=bot_id))
 
     # --- health ------------------------------------------------------------------------
 

@@ -109,6 +109,11 @@ class BotRunner:
       has played is still going.
     - ``stop_event``: a ``threading.Event`` that stops the runner when set.
     - ``poll_timeout``: seconds per turn long-poll (also how quickly a stop is noticed).
+    - ``ladder``: a ladder's name (``2p``, ``4p``...): join it at the start (for
+      ``max_games`` games, or until stopped) and play the games the service seats the bot
+      in. The entry is checked every ``check_every`` seconds while idle: a bot the service
+      paused (too many timeouts) stops with the reason logged. The first SIGINT/SIGTERM
+      leaves the ladder and plays out the games in progress; a second stops at once.
     - ``act_wait``: seconds an action also waits for the bot's next turn in its game (0:
       plain actions, each followed by a turn long-poll of the game). Waits are at most
       ``poll_timeout``, so a stop is noticed as quickly.
@@ -129,8 +134,12 @@ class BotRunner:
         max_backoff: float = 30.0,
         handle_signals: bool = False,
         name: str | None = None,
+        ladder: str | None = None,
     ) -> None:
         self.client = client
+        self.ladder = ladder
+        self._ladder_checked = 0.0
+        self._left = False
         self.strategy = as_strategy(strategy)
         self.workers = max(1, workers)
         self.max_games = max_games
@@ -165,6 +174,10 @@ class BotRunner:
                 previous[sig] = signal.signal(sig, self._on_signal)
         log.info("%s: runner started (%s, %d workers)", self.name, _name(self.strategy),
                  self.workers)
+        if self.ladder:
+            entry = self.client.join_ladder(self.ladder, self.max_games)
+            log.info("%s: joined ladder %s (%s, rating ordinal %s)", self.name, self.ladder,
+                     entry["state"], entry["rating"]["ordinal"])
         pool = ThreadPoolExecutor(GAME_THREADS, thread_name_prefix=f"{self.name}-game")
         busy: dict[str, Future[None]] = {}
         failures = 0
@@ -191,6 +204,7 @@ class BotRunner:
                     wait(list(busy.values()), timeout=0.05, return_when=FIRST_COMPLETED)
                 if not turns.games:
                     self._check_open(force=turns.timed_out, skip=busy)
+                    self._check_ladder(busy)
                     if self.stop_when_idle and turns.timed_out and not busy and not self._open:
                         log.info("%s: idle, stopping", self.name)
                         break
@@ -207,6 +221,12 @@ class BotRunner:
     def _on_signal(self, signum: int, _frame: Any) -> None:
         if self.stopping:
             raise KeyboardInterrupt
+        if self.ladder and not self._left:
+            log.info("%s: signal %d: leaving ladder %s; playing out the games in progress "
+                     "(again to stop at once)", self.name, signum, self.ladder)
+            self._leave_ladder()
+            self.stop_when_idle = True
+            return
         log.info("%s: signal %d: finishing the current moves, then stopping", self.name,
                  signum)
         self.stop()
@@ -215,6 +235,32 @@ class BotRunner:
         if self.stopping:
             return True
         return self.max_games is not None and self.stats.games_finished >= self.max_games
+
+    def _leave_ladder(self) -> None:
+        self._left = True
+        try:
+            self.client.leave_ladder(self.ladder or "")
+        except ArenaError as exc:
+            log.warning("%s: leaving ladder %s: %s", self.name, self.ladder, exc)
+
+    def _check_ladder(self, busy: Collection[str]) -> None:
+        """Idle on a ladder: stop when the service paused the bot (saying why) or its games
+        are done (``off``)."""
+        now = time.monotonic()
+        if not self.ladder or self._left or busy or now - self._ladder_checked < self.check_every:
+            return
+        self._ladder_checked = now
+        try:
+            entry = self.client.ladder_entry(self.ladder)
+        except ArenaError as exc:
+            log.warning("%s: ladder %s: %s", self.name, self.ladder, exc)
+            return
+        if entry["state"] == "paused" and not entry["game_id"]:
+            log.warning("%s: paused on ladder %s: %s", self.name, self.ladder, entry["reason"])
+            self.stop()
+        elif entry["state"] == "off" and not self._open:
+            log.info("%s: ladder %s: no more games to play", self.name, self.ladder)
+            self.stop()
 
     def _backoff(self, failures: int, exc: ArenaError) -> None:
         pause = min(self.max_backoff, 0.5 * 2 ** (failures - 1))

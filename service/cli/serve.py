@@ -107,30 +107,42 @@ def serve(
     data_dir: str | os.PathLike[str] | None = None,
     app: str = DEFAULT_APP,
     house_bots: bool | None = None,
+    instances: int = 1,
 ) -> int:
-    """Run until gunicorn exits or we are told to stop; return the exit status.
+    """Run until a gunicorn exits or we are told to stop; return the exit status.
+
+    ``instances`` > 1 runs that many independent gunicorn processes (each with its own
+    workers, sweeper and metrics) on consecutive ports ``port .. port + instances - 1``,
+    all on one Redis (or cluster): the scaled deployment's N replicas on one machine, for
+    a load balancer or for bots spread over them. If one exits, the others are stopped.
 
     Everything started here is stopped here, in a ``finally``, so a failed gunicorn
     start (bad port, import error) still stops the embedded server.
     """
     env = os.environ.copy()
     embedded: EmbeddedRedis | None = None
-    gunicorn: subprocess.Popen[bytes] | None = None
+    gunicorns: list[subprocess.Popen[bytes]] = []
     house_proc: subprocess.Popen[bytes] | None = None
     stopping = False
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         nonlocal stopping
-        if gunicorn is None or gunicorn.poll() is not None:
+        if not gunicorns or all(g.poll() is not None for g in gunicorns):
             raise KeyboardInterrupt  # still starting up: unwind through the finally
         # First signal: graceful stop (SIGTERM). A second one: gunicorn's quick stop.
-        gunicorn.send_signal(signal.SIGINT if stopping else signal.SIGTERM)
+        for gunicorn in gunicorns:
+            if gunicorn.poll() is None:
+                gunicorn.send_signal(signal.SIGINT if stopping else signal.SIGTERM)
         stopping = True
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    ports = [port + i for i in range(instances)]
     try:
         # what would make the start fail, found before anything starts: one line each
-        check_port(host, port)
+        if instances < 1:
+            raise StartupError("--instances must be 1 or more")
+        for each in ports:
+            check_port(host, each)
         short = raise_open_files(open_files_needed(env))
         if short:
             _log(short)
@@ -148,21 +160,27 @@ def serve(
                 f"embedded valkey-server at {embedded.url} "
                 f"(data in {embedded.data_dir}, append-only)"
             )
-        command = gunicorn_command(host, port, workers, app)
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        _log(f"starting {' '.join(command[1:])}")
+        for each in ports:
+            command = gunicorn_command(host, each, workers, app)
+            _log(f"starting {' '.join(command[1:])}")
+            gunicorns.append(subprocess.Popen(
+                command,
+                env=instance_env(env, each, instances),
+                # Own session so a terminal Ctrl-C reaches only us and we order the
+                # shutdown; the kernel still SIGTERMs gunicorn if we die without cleaning up.
+                start_new_session=True,
+                preexec_fn=die_with_parent,  # safe: serve starts no threads
+            ))
+        if instances > 1:
+            _log(f"{instances} instances on http://{shown}:{ports[0]}..{ports[-1]} "
+                 "(one Redis; put a load balancer in front, or spread the bots)")
         _log(f"open http://{shown}:{port}/docs for the API page (Ctrl-C stops)")
-        gunicorn = subprocess.Popen(
-            command,
-            env=env,
-            # Own session so a terminal Ctrl-C reaches only us and we order the shutdown;
-            # the kernel still SIGTERMs gunicorn if we die without cleaning up.
-            start_new_session=True,
-            preexec_fn=die_with_parent,  # safe: serve starts no threads
-        )
         house_proc = _start_house_bots(env, shown, port, house_bots)
-        status = gunicorn.wait()
+        status = _wait_any(gunicorns)
         if stopping:
+            for gunicorn in gunicorns:
+                gunicorn.wait()
             _log("stopped")
             return 0
         _log(f"gunicorn exited with status {status}")
@@ -178,8 +196,10 @@ def serve(
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _stop_house_bots(house_proc)
         try:
-            if gunicorn is not None and gunicorn.poll() is None:
-                gunicorn.terminate()
+            for gunicorn in gunicorns:
+                if gunicorn.poll() is None:
+                    gunicorn.terminate()
+            for gunicorn in gunicorns:
                 try:
                     gunicorn.wait(_STOP_WAIT)
                 except subprocess.TimeoutExpired:
@@ -191,6 +211,30 @@ def serve(
                 _log("embedded valkey-server stopped")
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def instance_env(env: dict[str, str], port: int, instances: int) -> dict[str, str]:
+    """One instance's environment. Each gunicorn empties ``$PROMETHEUS_MULTIPROC_DIR`` of
+    .db files as it starts (``gunicorn_conf.on_starting``), so with several instances an
+    operator's directory is split into one subdirectory per instance's port; each
+    instance's ``/metrics`` then counts its own workers (scrape every instance)."""
+    if instances == 1 or not env.get("PROMETHEUS_MULTIPROC_DIR"):
+        return env
+    return {**env, "PROMETHEUS_MULTIPROC_DIR":
+            os.path.join(env["PROMETHEUS_MULTIPROC_DIR"], f"instance-{port}")}
+
+
+def _wait_any(procs: list[subprocess.Popen[bytes]]) -> int:
+    """Wait until one of procs exits; return its status. (A poll every 0.2 s: nothing
+    waits on several children at once without threads, and serve starts none.)"""
+    import time
+
+    while True:
+        for proc in procs:
+            status = proc.poll()
+            if status is not None:
+                return status
+        time.sleep(0.2)
 
 
 def _start_house_bots(env: dict[str, str], host: str, port: int,

@@ -16,8 +16,10 @@ from flask_swagger_ui import get_swaggerui_blueprint
 
 from service import metrics
 from service.arena.games import Arena
+from service.arena.ladder import DEFAULTS as LADDER_DEFAULTS
+from service.arena.ladder import Ladders
 from service.arena.tournaments import Tournaments
-from service.http import limits, observe, pages, routes, security_headers
+from service.http import ladder_routes, limits, observe, pages, routes, security_headers
 from service.http.openapi import spec_yaml
 from service.http.problems import register_error_handlers
 from service.storage import redis_client
@@ -30,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     # requests per window per bot (or per address without a token), failed
     # authentications per address, trusted proxies: see service/http/limits.py; 0: off
     **limits.DEFAULTS,
+    **LADDER_DEFAULTS,  # the ladders and their matchmaking: see service/arena/ladder.py
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     # seconds a stream's write may take before the stream is dropped (a slow consumer)
     "ARENA_SSE_WRITE_TIMEOUT": 10.0,
@@ -87,11 +90,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout)
     arena.wakeups.confirm_s = redis_timeout
     app.extensions["tournaments"] = Tournaments(arena)
+    app.extensions["ladders"] = Ladders(arena, app.config)
 
     register_error_handlers(app)
     observe.install(app)  # per request: metrics, X-Request-ID, one JSON access line
     metrics.install(app)  # GET /metrics
     app.register_blueprint(routes.bp)
+    app.register_blueprint(ladder_routes.bp)  # /ladders/...
     app.register_blueprint(pages.bp)  # the pages for people: /, /games/{id} (HTML)
     docs = get_swaggerui_blueprint(
         "/docs", "/openapi.yaml",

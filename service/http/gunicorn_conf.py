@@ -52,12 +52,25 @@ def post_worker_init(worker: object) -> None:
     """Every worker runs a deadline sweeper (a greenlet under gevent) next to the app:
     move deadlines are enforced and open tournaments re-checked with no client involved.
     Several sweepers at once are harmless (see ``service.arena.deadlines``); set
-    ``ARENA_SWEEPER=0`` to run none (e.g. when a separate process runs them)."""
+    ``ARENA_SWEEPER=0`` to run none (e.g. when a separate process runs them).
+
+    First, the app is loaded: what its imports made (modules, classes, schemas, some
+    50,000 objects) lives as long as the worker, yet each full garbage collection would
+    walk it again — and a gevent worker serves nobody while it collects. ``gc.freeze``
+    sets it aside for good (``ARENA_GC_FREEZE=0`` keeps the default behaviour)."""
+    if os.environ.get("ARENA_GC_FREEZE", "1") != "0":
+        import gc
+
+        gc.collect()
+        gc.freeze()
     if os.environ.get("ARENA_SWEEPER", "1") == "0":
         return
     from service.arena.deadlines import start_sweeper
+    from service.arena.ladder import start_matchmaker
 
     start_sweeper(worker.wsgi)  # type: ignore[attr-defined]
+    # the ladder's matchmaker, likewise in every worker (see ``service.arena.ladder``)
+    start_matchmaker(worker.wsgi)  # type: ignore[attr-defined]
 
 
 # --- metrics: prometheus_client's multiprocess mode (see service.metrics) ------------------

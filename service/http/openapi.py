@@ -67,8 +67,8 @@ hearts, spades). A move that arrives before the deadline always wins over the ti
 `application/problem+json` for errors, `text/event-stream` for `/games/{game_id}/events`,
 `text/csv` for `/tournaments/{tournament_id}/export?format=csv`;
 an `Accept` header that admits none of an operation's types gets 406 (no `Accept`, or
-`*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}` or
-`/tournaments/{tournament_id}` gets the page for people instead.
+`*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}`,
+`/tournaments/{tournament_id}` or `/bots/{bot_id}` gets the page for people instead.
 
 **Closed shapes.** Every response object lists all its members
 (`additionalProperties: false`); optional members are described where they appear.

@@ -10,7 +10,8 @@ URLs:
 * ``/`` — the lobby: live and finished games, tournaments, the leaderboard.
 * ``/games/{id}`` — the table, when a browser asks for HTML (``Accept: text/html``);
   every other client (``Accept: application/json``, ``*/*`` or none) gets the JSON view,
-  unchanged. ``/tournaments/{id}`` works the same way.
+  unchanged. ``/tournaments/{id}`` works the same way, and so does ``/bots/{id}`` (its
+  ladder ratings over time, ``static/js/bot.js``).
 * ``/games/{id}/replay`` — step through a finished game from its record.
 * ``/games/{id}/play`` — play a seat with that seat's bot token.
 """
@@ -26,7 +27,7 @@ bp = Blueprint("web", __name__, template_folder="templates")
 
 _ID = r"[A-Za-z0-9_-]{1,64}"
 # Paths where the JSON API and a page share a URL: the page wins only for browsers.
-_NEGOTIATED = re.compile(rf"^/(games|tournaments)/({_ID})/?$")
+_NEGOTIATED = re.compile(rf"^/(games|tournaments|bots)/({_ID})/?$")
 
 
 def wants_html() -> bool:
@@ -55,13 +56,18 @@ def page(template: str, **context: str) -> Response:
 
 @bp.before_app_request
 def _negotiate() -> Response | None:
-    """Serve the page for ``GET /games/{id}`` and ``/tournaments/{id}`` to browsers."""
+    """Serve the page for ``GET /games/{id}``, ``/tournaments/{id}`` and ``/bots/{id}``
+    to browsers."""
     if request.method not in ("GET", "HEAD"):
         return None
     match = _NEGOTIATED.match(request.path)
     if match is None or not wants_html():
         return None
     kind, ident = match.groups()
+    if kind == "bots":  # its ladder ratings over time; /bots/me stays the API's
+        if ident == "me":
+            return None
+        return page("web/bot.html", bot_id=ident, title="Bot")
     if kind == "games":
         return page("web/table.html", mode="watch", game_id=ident, title="Table")
     return page("web/tournament.html", tournament_id=ident, title="Tournament")

@@ -120,7 +120,7 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
 # What an operation may answer with besides its own success type: problems, and the pages
 # that ``web._negotiate`` serves browsers at the game's and the tournament's URL.
 _ERRORS_AND_JSON = ("application/json", "application/problem+json")
-_PAGES = frozenset({"api.get_game", "api.get_tournament"})
+_PAGES = frozenset({"api.get_game", "api.get_tournament", "api.get_bot"})
 
 
 def negotiate(op: Operation) -> None:

@@ -82,9 +82,11 @@ def test_the_endpoint_table_is_exactly_the_contract() -> None:
     assert {k: (e.method, e.path) for k, e in ENDPOINTS.items()} == ops
     for name, ep in ENDPOINTS.items():
         # only POSTs without an Idempotency-Key are unsafe to repeat after a lost answer;
-        # a repeated tournament cancel, pause, resume or withdrawal answers as it is
+        # joining/leaving the ladder and a repeated tournament cancel, pause, resume or
+        # withdrawal answer as they are
         assert ep.safe == (ep.method == "GET" or name in (
             "postGamesGameIdSeatsSeat", "postGamesGameIdActions",
+            "postLaddersNameEntry", "deleteLaddersNameEntry",
             "postTournamentsTournamentIdCancel", "postTournamentsTournamentIdPause",
             "postTournamentsTournamentIdResume",
             "postTournamentsTournamentIdEntrantsEntrantIdWithdraw"))

@@ -48,6 +48,10 @@ def test_operations_without_auth_ignore_any_authorization_header(api):
         ("GET", "/games"): "/games",
         ("GET", "/bots/{bot_id}"): f"/bots/{bot_id}",
         ("POST", "/bots"): "/bots",
+        ("GET", "/ladders"): "/ladders",
+        ("GET", "/ladders/{name}"): "/ladders/2p",
+        ("GET", "/ladders/{name}/standings"): "/ladders/2p/standings",
+        ("GET", "/ladders/{name}/bots/{bot_id}/history"): f"/ladders/2p/bots/{bot_id}/history",
     }
     # every operation the contract leaves open is checked here, so a new one is too
     assert set(calls) == open_operations(spec(api.c))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import Any
 
 from service.http import gunicorn_conf
@@ -76,3 +79,20 @@ def test_anything_but_a_header_block_is_not_held() -> None:
 def test_the_deployed_config_uses_it() -> None:
     module, _, name = gunicorn_conf.worker_class.rpartition(".")
     assert (module, name) == (GeventWorker.__module__, GeventWorker.__name__)
+
+
+def test_a_worker_sets_its_import_time_objects_aside_from_garbage_collection() -> None:
+    """``post_worker_init`` freezes what exists once the app is loaded (``gc.freeze``): a
+    full collection, during which a gevent worker serves none of its connections, no
+    longer walks it. ``ARENA_GC_FREEZE=0`` keeps Python's default."""
+    code = (f"import gc, {gunicorn_conf.__name__} as conf; "
+            "conf.post_worker_init(None); print(gc.get_freeze_count())")
+
+    def frozen(setting: str) -> int:
+        env = {**os.environ, "ARENA_SWEEPER": "0", "ARENA_GC_FREEZE": setting}
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=60, check=True)
+        return int(run.stdout.strip())
+
+    assert frozen("1") > 1000
+    assert frozen("0") == 0

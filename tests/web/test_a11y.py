@@ -82,6 +82,7 @@ def pages(service) -> Iterator[dict[str, str]]:
         "tournament": f"/tournaments/{t['id']}",
         "knockout": f"/tournaments/{ko['id']}",
         "unknown-game": "/games/000000000000",
+        "bot": f"/bots/{made[0][0]}",
     }
     for p in players:
         p.stop()
@@ -97,6 +98,7 @@ READY = {
     "tournament": "body[data-loaded=true]",
     "knockout": "#bracket .match",
     "unknown-game": "body[data-failed=true]",
+    "bot": "body[data-loaded=true]",
 }
 
 
