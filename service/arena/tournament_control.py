@@ -58,6 +58,10 @@ clock: that side made no move of its own and forfeits the game (both sides: nobo
 So a bot that never connects cannot win a game, rank above one that played, or gain a
 leaderboard entry — even when the organizer turned the no-show rule off.
 
+**Keys.** None of its own: who left (``out``), who has moved (``shown``) and the status
+live in the tournament's document, a voided or forfeited game's ``ended`` in the game's
+meta — each entity's own key, so nothing here needs a cross-slot transaction.
+
 **Why it is safe to repeat.** All of it goes through ``Tournaments.advance`` (one optimistic
 transaction per change, see ``service.arena.tournaments``): the tournament document says
 who has left and whether it is cancelled; a game is ended (a compare-and-set on the game,
@@ -77,7 +81,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from service.arena.status import ACTIVE, FINISHED, WAITING, embargo_key, turn_bot
+from service.arena.status import ACTIVE, FINISHED, turn_bot
 from service.engine import apply, new_game, team_of
 from service.http.problems import Problem
 from service.storage.store import Game
@@ -427,6 +431,5 @@ def withdraw(t: Tournaments, tid: str, bot_id: str, caller: str) -> dict[str, An
     return _change(t, tid, change)
 
 
-__all__ = ["CANCELLED", "DEFAULT_NO_SHOW_S", "PAUSED", "VOID", "WAITING", "before_step",
-           "cancel", "close_out", "embargo_key", "entrants_out", "pause", "resume",
-           "schedules", "steps", "withdraw"]
+__all__ = ["CANCELLED", "DEFAULT_NO_SHOW_S", "PAUSED", "VOID", "before_step", "cancel",
+           "close_out", "entrants_out", "pause", "resume", "schedules", "steps", "withdraw"]
