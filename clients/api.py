@@ -95,6 +95,12 @@ ENDPOINTS: dict[str, Endpoint] = {
         "GET", "/tournaments/{tournament_id}/standings"
     ),
     "getTournamentsTournamentIdExport": Endpoint("GET", "/tournaments/{tournament_id}/export"),
+    "postTournamentsTournamentIdCancel": Endpoint("POST", "/tournaments/{tournament_id}/cancel"),
+    "postTournamentsTournamentIdPause": Endpoint("POST", "/tournaments/{tournament_id}/pause"),
+    "postTournamentsTournamentIdResume": Endpoint("POST", "/tournaments/{tournament_id}/resume"),
+    "postTournamentsTournamentIdEntrantsEntrantIdWithdraw": Endpoint(
+        "POST", "/tournaments/{tournament_id}/entrants/{entrant_id}/withdraw"
+    ),
     "getLeaderboard": Endpoint("GET", "/leaderboard"),
     "postHouseGames": Endpoint("POST", "/house/games", safe=False),
     "getLadders": Endpoint("GET", "/ladders"),
@@ -318,7 +324,7 @@ class Tournament:
 
     id: str
     name: str
-    status: str  # running or finished
+    status: str  # running, paused, finished or cancelled
     created: int
     finished: int | None
     entrants: list[Seat]
@@ -374,6 +380,8 @@ class StandingRow:
     comparisons: int = 0  # the most matchpoints it could have
     place: str | None = None  # knockout: e.g. "3-4"; None while still in
     eliminated: int | None = None  # knockout: the round it was knocked out in
+    forfeits: int = 0  # games it forfeited (counted in lost)
+    status: str = "in"  # in, withdrawn, no_show or disqualified
 
     @classmethod
     def of(cls, d: JSON) -> StandingRow:
@@ -381,7 +389,7 @@ class StandingRow:
                    d["lost"], d["hands_won"], d["points_for"], d["points_against"],
                    d["timeouts"], d["byes"], Rating.of(d["rating"]),
                    d.get("matchpoints", 0.0), d.get("comparisons", 0), d.get("place"),
-                   d.get("eliminated"))
+                   d.get("eliminated"), d.get("forfeits", 0), d.get("status", "in"))
 
 
 @dataclass(frozen=True)
@@ -749,6 +757,33 @@ class ArenaClient:
                           {"tournament_id": tournament_id},
                           params={"format": "csv", "table": table})
         return resp.text
+
+    def cancel_tournament(self, tournament_id: str, admin_token: str | None = None
+                          ) -> Tournament:
+        """``POST /tournaments/{id}/cancel`` (admin): live games voided, nothing scheduled.
+        Safe to repeat (a cancelled tournament answers as it is)."""
+        return self._control("postTournamentsTournamentIdCancel", tournament_id, admin_token)
+
+    def pause_tournament(self, tournament_id: str, admin_token: str | None = None
+                         ) -> Tournament:
+        """``POST /tournaments/{id}/pause`` (admin): no new game starts until resumed."""
+        return self._control("postTournamentsTournamentIdPause", tournament_id, admin_token)
+
+    def resume_tournament(self, tournament_id: str, admin_token: str | None = None
+                          ) -> Tournament:
+        """``POST /tournaments/{id}/resume`` (admin): games start again."""
+        return self._control("postTournamentsTournamentIdResume", tournament_id, admin_token)
+
+    def withdraw(self, tournament_id: str, entrant_id: str | None = None) -> Tournament:
+        """``POST /tournaments/{id}/entrants/{bot}/withdraw`` with this client's token (its
+        own bot by default): the entrant forfeits its live and unplayed games."""
+        entrant = entrant_id or self.me().id
+        return Tournament.of(self._call("postTournamentsTournamentIdEntrantsEntrantIdWithdraw",
+                                        tournament_id=tournament_id, entrant_id=entrant))
+
+    def _control(self, name: str, tournament_id: str, admin_token: str | None) -> Tournament:
+        headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
+        return Tournament.of(self._call(name, tournament_id=tournament_id, headers=headers))
 
     def leaderboard(self) -> list[LeaderboardRow]:
         """``GET /leaderboard``: ratings over every tournament game, best first."""

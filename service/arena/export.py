@@ -2,8 +2,10 @@
 
 The rows are made from the JSON export as dumped by its schema (``TournamentExport``), so
 the CSV shows exactly what the JSON shows — embargoed seeds and results included, as
-empty cells. A per-team list (``teams``, ``scores``, ...) becomes two columns, ``_0`` for
-team 0 and ``_1`` for team 1; a game's ratings become ``mu_before_0`` ... ``ordinal_after_1``.
+empty cells (a voided game has status ``void`` and no result; a forfeited one names who
+forfeited in ``forfeit``, bot ids separated by spaces). A per-team list (``teams``,
+``scores``, ...) becomes two columns, ``_0`` for team 0 and ``_1`` for team 1; a game's
+ratings become ``mu_before_0`` ... ``ordinal_after_1``.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from typing import Any
 
 STANDINGS = ("rank", "bot_id", "bot_name", "score", "matchpoints", "comparisons", "played",
              "won", "lost", "hands_won", "points_for", "points_against", "timeouts", "byes",
-             "mu", "sigma", "ordinal")
+             "mu", "sigma", "ordinal", "status", "forfeits")
 _PER_TEAM = ("teams", "scores", "hands_won", "timeouts")
 _RATING = tuple(f"{k}_{when}" for when in ("before", "after") for k in ("mu", "sigma", "ordinal"))
-GAMES = ("round", "slot", "pairing", "deal", "game_id", "status", "seed", "winner",
+GAMES = ("round", "slot", "pairing", "deal", "game_id", "status", "seed", "winner", "forfeit",
          *(f"{k}_{team}" for k in _PER_TEAM for team in (0, 1)), "recorded",
          *(f"{k}_{team}" for team in (0, 1) for k in _RATING), "record")
 RATINGS = ("round", "bot_id", "mu", "sigma", "ordinal")
@@ -36,6 +38,8 @@ def _standings(export: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def _games(export: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for game in export["games"]:
         row = dict(game)
+        # who forfeited it (tournament_control): bot ids, space-separated
+        row["forfeit"] = " ".join(game["forfeit"]) if game.get("forfeit") else None
         for k in _PER_TEAM:
             for team in (0, 1):
                 row[f"{k}_{team}"] = game[k][team] if game[k] is not None else None

@@ -565,6 +565,10 @@ class Arena(Waiting):
         status, deadline)."""
         if game.status == WAITING:
             raise Problem("game-not-started", "the game is waiting for players")
+        if game.status == FINISHED and not game.state.is_over:
+            # ended by its tournament (a cancel, or an entrant that left): see
+            # service.arena.tournament_control
+            raise IllegalAction("R22", "the game is over: its tournament ended it")
         state = game.state
         seat = self._acting_seat(game, bot_id, body.get("seat"), state)
         if if_match is not None and if_match != game.version:

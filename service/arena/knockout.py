@@ -47,10 +47,17 @@ when every table of their deal has finished, so no decision rests on an embargoe
 The next round is paired when every match of the round is decided, the winners keeping
 their places in the bracket.
 
+**Forfeits** (``service.arena.tournament_control``): a match in which an entrant forfeited
+a game (it withdrew, was a no-show or was disqualified) goes to the other entrant
+(``decided_by`` ``forfeit``); when both forfeited, to the higher seed, whose next match is
+then forfeited in turn. A bracket needs someone on every line, so here a forfeit's winner
+goes through even if it has not moved yet (it wins no game by it in the standings).
+
 **Standings** (``standings``): placement by the round reached — the champion, then the
 runner-up, then the losers of each earlier round, later rounds first; entrants knocked out
 in the same round share a place (``place``: e.g. ``"3-4"``, ``"5-8"``; null while still
-in) and are ordered among themselves by matchpoints, games won, point difference, rating
+in) and are ordered among themselves: those still in the tournament before those that left
+it (tournament_control), then by matchpoints, games won, point difference, rating
 ordinal (higher first), then bot id. ``score`` is the matches won (a bye counts as one).
 """
 
@@ -145,9 +152,13 @@ def decide(slots: list[dict[str, Any]], seeds: Mapping[str, int]) -> dict[str, A
     fewer than ``TIEBREAK_PAIRS`` pairs played)."""
     a, b = slots[0]["entrants"]
     wins, points = {a: 0, b: 0}, {a: 0, b: 0}
+    forfeited = set()
     for s in slots:
         res = s["result"]
         if res is None:
+            continue
+        if "forfeit" in res:  # an entrant that left (service.arena.tournament_control)
+            forfeited |= {s["teams"][t] for t in res["forfeit"]}
             continue
         for team, bot in enumerate(s["teams"]):
             wins[bot] += res["winner"] == team
@@ -158,7 +169,10 @@ def decide(slots: list[dict[str, Any]], seeds: Mapping[str, int]) -> dict[str, A
                            "winner": None, "decided_by": None, "needs_tiebreak": False}
     if any(s["result"] is None for s in slots):
         return out
-    if wins[a] != wins[b]:
+    if forfeited:  # the entrant that did not forfeit goes through; both did: the higher seed
+        stayed = [x for x in (a, b) if x not in forfeited] or [a, b]
+        out.update(winner=min(stayed, key=lambda bot: seeds[bot]), decided_by="forfeit")
+    elif wins[a] != wins[b]:
         out.update(winner=a if wins[a] > wins[b] else b, decided_by="games")
     elif points[a] != points[b]:
         out.update(winner=a if points[a] > points[b] else b, decided_by="points")
@@ -277,10 +291,12 @@ def bracket(doc: dict[str, Any]) -> dict[str, Any]:
                 match["games"] = [
                     {"slot": s["slot"], "game_id": s["game"], "status": s["status"],
                      "tiebreak": bool(s.get("tiebreak")),
-                     "winner": s["teams"][s["result"]["winner"]] if s["result"] else None}
+                     "winner": s["teams"][s["result"]["winner"]]
+                     if s["result"] and s["result"]["winner"] is not None else None}
                     for s in games]
                 match["status"] = ("done" if d["winner"] else
-                                   "pending" if all(s["status"] == PENDING for s in games)
+                                   "void" if any(s["status"] == "void" for s in games)
+                                   else "pending" if all(s["status"] == PENDING for s in games)
                                    else "live")
                 pairing += 1
             matches.append(match)
@@ -333,7 +349,8 @@ def standings(doc: dict[str, Any], rows: dict[str, dict[str, Any]]) -> list[dict
         row["place"] = (places[out_in[bot]] if out_in[bot] is not None
                         else "1" if finished else None)
     out = sorted(rows.values(), key=lambda r: (
-        -(r["eliminated"] or total + 1), -r["matchpoints"], -r["won"],
+        -(r["eliminated"] or total + 1), r.get("status", "in") != "in",  # left: last of its
+        -r["matchpoints"], -r["won"],
         -(r["points_for"] - r["points_against"]), -r["rating"]["ordinal"], r["bot_id"]))
     for i, row in enumerate(out, 1):
         row["rank"] = i

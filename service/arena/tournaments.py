@@ -33,6 +33,13 @@ decided, from the winners, through ``round_slots`` like any round (so its deals 
 and embargoed the same way); a level match gets tiebreak games appended to its round
 before the round counts as complete. The bracket lives in this document.
 
+**Stopping and leaving** (``service.arena.tournament_control``): a tournament is
+``running``, ``paused`` (nothing starts; live games play on and are recorded),
+``finished`` or ``cancelled`` (live games voided, nothing scheduled, every deal's embargo
+lifted). Entrants that withdraw, fall under the no-show rule or are disqualified forfeit
+their live and unplayed games; ``advance`` applies all of it first (``before_step``), in
+the same transaction as everything else.
+
 **Rounds.** Round robin: all rounds are fixed at creation by the circle method (each
 entrant plays at most once per round; with an odd number, one sits out — a bye). Swiss:
 each round is paired when the previous one is complete, by the current standings,
@@ -141,6 +148,7 @@ from typing import Any
 import redis
 
 from service.arena import knockout, ratings
+from service.arena import tournament_control as control
 from service.arena.games import Arena
 from service.arena.status import ACTIVE, FINISHED, deadline_for, embargo_key, status_of, turn_bot
 from service.engine import Variants, build_record, new_game, team_of
@@ -391,8 +399,11 @@ def planned_games(settings: dict[str, Any], n: int) -> int:
 # --- results and standings (pure) -----------------------------------------------------------
 
 
-def game_result(game: Game) -> dict[str, Any]:
-    """What a finished game contributes, per team: see the module docstring."""
+def game_result(game: Game) -> dict[str, Any] | None:
+    """What a finished game contributes, per team: see the module docstring; None for a
+    game voided by a cancel (``tournament_control``)."""
+    if (game.meta.get("ended") or {}).get("reason") == "void":
+        return None
     record = build_record(game.players, game.meta["seed"], game.variants, game.actions)
     hands = [0, 0]
     for hand in record["hands"]:
@@ -405,28 +416,46 @@ def game_result(game: Game) -> dict[str, Any]:
     timeouts = [0, 0]
     for t in game.meta.get("timeouts", []):
         timeouts[team_of(t["seat"])] += 1
-    return {
+    result = {
         "winner": record["winner"],
         "scores": list(record["scores"]),
         "hands_won": hands,
         "timeouts": timeouts,
         "hands": len(record["hands"]),
     }
+    moves, clock = control.own_moves(game)
+    result["moved"] = [m > c for m, c in zip(moves, clock, strict=True)]  # own moves made
+    # forfeits (service.arena.tournament_control): ended for an entrant that left, or
+    # finished with one side's every decision played by the clock
+    ended = game.meta.get("ended") or {}
+    if ended.get("reason") == "forfeit":
+        bots = control.team_bots(game)
+        return control.forfeit_result([bots.index(b) for b in ended["by"] if b in bots],
+                                      game, result)
+    absent = [t for t in (0, 1) if moves[t] and moves[t] == clock[t]]
+    if absent:
+        return control.forfeit_result(absent, game, result)
+    return result
 
 
 _COUNTERS = ("played", "won", "lost", "hands_won", "points_for", "points_against",
-             "timeouts", "byes", "comparisons")
+             "timeouts", "byes", "comparisons", "forfeits")
 
 
 def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The table, best first, recomputed from the recorded results."""
     rows: dict[str, dict[str, Any]] = {
         e["bot_id"]: {"bot_id": e["bot_id"], "bot_name": e["bot_name"], "score": 0.0,
-                      "matchpoints": 0.0, **dict.fromkeys(_COUNTERS, 0)}
-        for e in doc["entrants"]
+                      "matchpoints": 0.0, **dict.fromkeys(_COUNTERS, 0),
+                      "status": e["status"]}
+        for e in control.entrants_out(doc)
     }
+    left = doc.get("out") or {}
+    shown = control.shown(doc)
     for rnd in doc["rounds"]:
         for b in rnd["byes"] if round_complete(rnd) else ():
+            if rnd["round"] > left.get(b, {}).get("rounds_done", rnd["round"]):
+                continue  # it had left the tournament (tournament_control)
             rows[b]["byes"] += 1
             rows[b]["score"] += 1.0
         matches: dict[int, list[dict[str, Any]]] = {}
@@ -440,6 +469,10 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
             for team, bot in enumerate(slot["teams"]):
                 row = rows[bot]
                 row["played"] += 1
+                if "forfeit" in res:  # won (by an entrant that has moved) or lost, no more
+                    row["won" if res["winner"] == team and bot in shown else "lost"] += 1
+                    row["forfeits"] += team in res["forfeit"]
+                    continue
                 row["won" if res["winner"] == team else "lost"] += 1
                 row["hands_won"] += res["hands_won"][team]
                 row["points_for"] += res["scores"][team]
@@ -449,6 +482,11 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
             if any(s["result"] is None for s in slots):
                 continue
             a, b = slots[0]["entrants"]
+            forfeited = {s["teams"][t] for s in slots for t in s["result"].get("forfeit", ())}
+            if forfeited:  # the match goes to the entrant that did not forfeit, if any
+                for bot in ({a, b} - forfeited) & shown:
+                    rows[bot]["score"] += 1.0
+                continue
             key = {a: [0, 0], b: [0, 0]}  # games won, points scored in this match
             for s in slots:
                 for team, bot in enumerate(s["teams"]):
@@ -488,7 +526,10 @@ def _compare(rows: dict[str, dict[str, Any]], tables: list[dict[str, Any]]) -> N
     those cards against every other holder, by margin (own final score minus the
     opponent's): 1 for a larger margin, ½ for an equal one. Results are recorded a whole
     deal at a time, so a deal here has all of its tables or none."""
-    if len(tables) < 2 or any(s["result"] is None for s in tables):
+    if any(s["result"] is None for s in tables):
+        return
+    tables = [s for s in tables if "forfeit" not in s["result"]]  # forfeits compare with none
+    if len(tables) < 2:
         return
     for team in (0, 1):
         held = [(s["teams"][team], s["result"]["scores"][team] - s["result"]["scores"][1 - team])
@@ -555,6 +596,9 @@ class Tournaments:
             "parallel": body.get("parallel", 8),
             "seed": body["seed"] if body.get("seed") is not None
             else secrets.randbelow(MAX_SEED + 1),
+            # absent and failing entrants: service.arena.tournament_control
+            "no_show": body.get("no_show", control.DEFAULT_NO_SHOW_S),
+            "max_timeouts": body.get("max_timeouts"),
         }
         too_big = size_errors(body)  # TournamentCreate refuses it first (the contract)
         if too_big:
@@ -630,7 +674,7 @@ class Tournaments:
                     if raw is None:
                         return 0
                     doc = json.loads(raw)
-                    if doc["status"] != RUNNING:
+                    if not control.steps(doc):
                         pipe.unwatch()
                         self.r.srem(self.running_key, tid)
                         return 0
@@ -641,7 +685,9 @@ class Tournaments:
         return 0
 
     def _step(self, pipe: Any, doc: dict[str, Any]) -> int:
-        changed = False
+        # 0. who left, games of leavers (or of a cancelled tournament) ended: see
+        # service.arena.tournament_control
+        changed = control.before_step(self, doc)
         # 1. record the live games that have finished, a whole deal at a time: a deal's
         # games are recorded (and its embargo lifted) once every table of it has finished
         over: dict[int, Game] = {}
@@ -662,19 +708,26 @@ class Tournaments:
                 if slot["slot"] not in over or slot["status"] == DONE:
                     continue
                 tables = tables_of(rnd, slot)
-                if not all(s["status"] == DONE or s["slot"] in over for s in tables):
+                if not all(s["status"] in (DONE, control.VOID) or s["slot"] in over
+                           for s in tables):
                     continue  # another table still plays (or will play) this deal
                 for s in tables:
-                    if s["status"] != DONE:
+                    if s["status"] not in (DONE, control.VOID):
                         self._record(pipe, doc, s, game_result(over[s["slot"]]), lb_updates)
                 if len(tables) > 1:
                     lifted.append(embargo_id(doc, slot))
                 changed = True
+        self._rate_in_slot_order(pipe, doc, lb_updates)  # forfeits made by step 0
+        if doc.get("closing") and not any(s["status"] == LIVE for r in doc["rounds"]
+                                          for s in r["slots"]):
+            lifted = control.close_out(doc)  # a cancel's last pass: no deal stays embargoed
+            changed = True
         # 2. close complete rounds; pair the next Swiss round; finish
-        changed |= self._close_rounds(doc)
+        if doc["status"] != control.CANCELLED:
+            changed |= self._close_rounds(doc)
         # 3. start pending games of the current round, up to `parallel` live
         new_games = []
-        if doc["status"] == RUNNING:
+        if control.schedules(doc):
             live_n = playing
             current = next(r for r in doc["rounds"]
                            if any(s["status"] != DONE for s in r["slots"]))
@@ -699,7 +752,7 @@ class Tournaments:
         pipe.set(self.key(doc["id"]), json.dumps(doc, separators=(",", ":")))
         for bot, rating in lb_updates.items():
             pipe.hset(self.lb_key, bot, json.dumps(rating, separators=(",", ":")))
-        if doc["status"] != RUNNING:
+        if not control.steps(doc):
             pipe.srem(self.running_key, doc["id"])
         pipe.execute()
         if born_over:
@@ -707,8 +760,9 @@ class Tournaments:
         return len(new_games)
 
     def _record(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any],
-                result: dict[str, Any], lb_updates: dict[str, dict[str, Any]]) -> None:
-        slot["status"] = DONE
+                result: dict[str, Any] | None, lb_updates: dict[str, dict[str, Any]]
+                ) -> None:
+        slot["status"] = DONE if result is not None else control.VOID
         slot["result"] = result
         self._rate_in_slot_order(pipe, doc, lb_updates)
 
@@ -720,8 +774,8 @@ class Tournaments:
         (``recorded``) and both entrants' ratings before and after it (``rating``)."""
         for rnd in doc["rounds"]:
             for slot in rnd["slots"]:
-                if slot.get("recorded") is not None:
-                    continue  # rated already
+                if slot.get("recorded") is not None or slot["status"] == control.VOID:
+                    continue  # rated already, or never will be
                 if slot["status"] != DONE:
                     return  # a later result waits for this one
                 doc["recorded"] += 1
@@ -731,6 +785,8 @@ class Tournaments:
     def _rate(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any],
               lb_updates: dict[str, dict[str, Any]]) -> None:
         result = slot["result"]
+        if "forfeit" in result:
+            return  # a forfeit moves no rating (service.arena.tournament_control)
         winner = slot["teams"][result["winner"]]
         loser = slot["teams"][1 - result["winner"]]
         rates = doc["ratings"]
@@ -773,9 +829,11 @@ class Tournaments:
                     for pair in {frozenset(s["entrants"]) for s in r["slots"]}:
                         met.setdefault(pair, []).append(r["round"])
                 byes = {row["bot_id"]: row["byes"] for row in table}
-                self._add_round(doc, *swiss_pairs([row["bot_id"] for row in table], met, byes))
-                changed = True
-                continue
+                still = [row["bot_id"] for row in table if row["bot_id"] not in doc.get("out", {})]
+                if len(still) >= 2:  # entrants that left are not paired again
+                    self._add_round(doc, *swiss_pairs(still, met, byes))
+                    changed = True
+                    continue
             lines = knockout.next_lines(doc) if settings["format"] == KNOCKOUT else None
             if lines is not None:  # the winners, in their places in the bracket
                 self._add_round(doc, *knockout.pairs_of(lines))
@@ -830,7 +888,7 @@ class Tournaments:
         settings = doc["settings"]
         slots = [s for r in doc["rounds"] for s in r["slots"]]
         shown = {k: v for k, v in settings.items() if k != "seed"}
-        if doc["status"] != RUNNING:
+        if doc["status"] in (FINISHED, control.CANCELLED) and not doc.get("closing"):
             shown["seed"] = settings["seed"]  # it fixes every deal: secret until the end
         return {
             "id": doc["id"],
@@ -839,7 +897,7 @@ class Tournaments:
             "created": doc["created"],
             "finished": doc["finished"],
             "settings": shown,
-            "entrants": doc["entrants"],
+            "entrants": control.entrants_out(doc),
             "warnings": doc.get("warnings", []),
             "progress": {
                 "games_planned": planned_games(settings, len(doc["entrants"]))
@@ -865,6 +923,7 @@ class Tournaments:
             }
             for rnd in doc["rounds"]
         ]
+        control.credit(doc, out["rounds"])
         return out
 
     @staticmethod
@@ -878,9 +937,13 @@ class Tournaments:
             "recorded": slot.get("recorded"),
             "game_id": slot["game"],
             "status": slot["status"],
-            # a game's seed fixes its cards: shown only once the game is over
-            "seed": slot["seed"] if res is not None else None,
-            "winner": slot["teams"][res["winner"]] if res else None,
+            # a game's seed fixes its cards: shown only once the game is over (a forfeit
+            # never played, or a void game never started, was dealt no cards here)
+            "seed": slot["seed"] if res is not None and slot["game"] else None,
+            "winner": slot["teams"][res["winner"]] if res and res["winner"] is not None
+            else None,
+            "forfeit": [slot["teams"][t] for t in res["forfeit"]]
+            if res and "forfeit" in res else None,
             "scores": res["scores"] if res else None,
             "hands_won": res["hands_won"] if res else None,
             "timeouts": res["timeouts"] if res else None,

@@ -127,7 +127,8 @@ def check_duplicate(args: argparse.Namespace, entrants: int) -> None:
 OPTION_OF = {"entrants": "--bots", "games_per_pairing": "--games", "rounds": "--rounds",
              "players": "--players", "parallel": "--parallel", "move_limit": "--move-limit",
              "variants": "--variant", "name": "--name", "seed": "--seed",
-             "duplicate": "--duplicate", "trusted": "--trusted", "format": "--format"}
+             "duplicate": "--duplicate", "trusted": "--trusted", "format": "--format",
+             "no_show": "--no-show", "max_timeouts": "--max-timeouts"}
 
 
 def tournament_settings(args: argparse.Namespace, variants: dict[str, Any]) -> dict[str, Any]:
@@ -148,6 +149,10 @@ def tournament_settings(args: argparse.Namespace, variants: dict[str, Any]) -> d
         settings["rounds"] = args.rounds
     if args.seed is not None:
         settings["seed"] = args.seed
+    if args.no_show is not None:  # 0: no such rule (omitted: the service's default)
+        settings["no_show"] = args.no_show or None
+    if args.max_timeouts is not None:
+        settings["max_timeouts"] = args.max_timeouts
     return settings
 
 
@@ -730,7 +735,7 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
                 except ArenaError as exc:
                     if service is None or service.alive():
                         _say(f"looking at the tournament failed: {exc}")
-                if tour.status != "running":
+                if tour.status in ("finished", "cancelled"):
                     break
                 if service is not None and not service.alive():
                     raise TournamentCliError("the service stopped; last lines of its log:\n"
@@ -741,6 +746,10 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
                                              f"{crashed[0].crashed}")
                 if deadline is not None and time.monotonic() > deadline:
                     timed_out = True
+                    try:  # never leave it running on the server
+                        tour = viewer.cancel_tournament(tour.id, admin_token=admin_token)
+                    except ArenaError as exc:
+                        _say(f"cancelling the tournament failed: {exc}")
                     break
                 time.sleep(POLL_EVERY)
         finished = time.time()
@@ -760,7 +769,9 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
         _say(f"{tour.progress['games_done']}/{tour.progress['games_planned']} games in "
              f"{elapsed:.1f} s; results written to {out}")
         if timed_out:
-            _say(f"gave up after --timeout {args.timeout:g} s with the tournament unfinished")
+            _say(f"gave up after --timeout {args.timeout:g} s with the tournament unfinished; "
+                 f"it is {tour.status} on the server (live games voided, nothing more "
+                 f"scheduled)")
             return 1
         return 0
     finally:
@@ -783,7 +794,12 @@ RANKING_HELP = (
     "after rated ones; ties in --bots order), byes to the top seeds; a match is --games "
     "games; who goes through: more games won, then more points in the match, then up to 2 "
     "tiebreak pairs (two more games each), then the higher seed; standings by the round "
-    "reached. A knockout counts (entrants - 1) x (games + 4) games against the 1000."
+    "reached. A knockout counts (entrants - 1) x (games + 4) games against the 1000. "
+    "Forfeits: an entrant that withdraws, falls under --no-show or reaches "
+    "--max-timeouts leaves and forfeits its live and unplayed games, and a side whose "
+    "every move in a finished game was played by the clock forfeits that game: the "
+    "opponent wins it (nobody, if both forfeit or it never moved), it adds no points, "
+    "hands or matchpoints and moves no rating (tournament or leaderboard)."
 )
 
 
@@ -842,6 +858,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json-out", default=None, metavar="PATH",
                    help="where to write the results (default ./tournament-<id>.json)")
     p.add_argument("--timeout", type=float, default=None,
-                   help="give up (exit 1) if the tournament is not over after this many s")
+                   help="give up (exit 1) if the tournament is not over after this many s: "
+                   "the tournament is cancelled on the server (its live games voided)")
+    p.add_argument("--no-show", type=float, default=None, metavar="SECONDS",
+                   help="the no-show rule: an entrant whose live game has waited this long "
+                   "on it, or whose every move in a game this old was played by the clock, "
+                   "leaves and forfeits its live and unplayed games (default: the "
+                   "service's, 600; 0: no such rule)")
+    p.add_argument("--max-timeouts", type=int, default=None, metavar="N",
+                   help="disqualify an entrant once the move clock has played N of its "
+                   "moves (needs --move-limit); it forfeits its live and unplayed games")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bars: a plain line per finished round")

@@ -93,13 +93,15 @@ _STATUS_TEXT = {
     400: "Malformed JSON or bad request (`/problems/malformed-json`, `/problems/bad-request`); "
     f"a body may be nested at most {JSON_MAX_DEPTH} levels (arrays and objects)",
     401: "Missing, malformed or unknown bearer token (`/problems/unauthorized`)",
-    403: "Your bot does not hold that seat (`/problems/forbidden-seat`), or the call needs "
-    "the admin token (`/problems/forbidden`)",
+    403: "Your bot does not hold that seat (`/problems/forbidden-seat`), the call needs "
+    "the admin token (`/problems/forbidden`), or only the entrant itself may do it "
+    "(`/problems/forbidden-entrant`)",
     404: "No such game, bot, seat or tournament (`/problems/not-found`)",
     409: "Conflict with the game as it is now: `/problems/illegal-action` (with the `rule` "
     "broken, e.g. R14, and `rule_doc`, where it is explained: `docs/rules.md#r14`), "
     "`/problems/not-your-turn` (R23), `/problems/version-conflict` (with "
-    "`current_version`), `/problems/seat-taken`, `/problems/game-not-started`",
+    "`current_version`), `/problems/seat-taken`, `/problems/game-not-started`; or with the "
+    "tournament as it is now: `/problems/tournament-over` (finished or cancelled)",
     406: "The Accept header admits none of the media types this operation answers with "
     "(`/problems/not-acceptable`): send `application/json` (or `*/*`, or no Accept)",
     412: "If-Match is stale (`/problems/precondition-failed`, with `current_version`)",

@@ -38,6 +38,8 @@ KINDS: dict[str, tuple[int, str]] = {
     "forbidden-seat": (403, "Your bot does not hold that seat"),
     "forbidden": (403, "Only the admin token may do that"),
     "embargoed": (403, "This deal is still being played at another table"),
+    "forbidden-entrant": (403, "Only the entrant itself may do that"),
+    "tournament-over": (409, "The tournament is over"),
     "seat-taken": (409, "That seat is already taken"),
     "game-not-started": (409, "The game is waiting for players"),
     "not-your-turn": (409, "It is not your turn"),

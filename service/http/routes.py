@@ -21,6 +21,7 @@ from flask import Blueprint, Response, current_app, g, request
 from marshmallow import Schema, ValidationError
 
 from service.arena import house
+from service.arena import tournament_control as control
 from service.arena.export import csv_table
 from service.arena.fanout import direct_socket
 from service.arena.games import Arena, dumps
@@ -705,6 +706,91 @@ def export_tournament(tournament_id: str, query: dict[str, Any]) -> Response:
     resp.headers["Content-Disposition"] = \
         f'attachment; filename="tournament-{tournament_id}-{table}.csv"'
     return resp
+
+
+STOP_DOC = ("A repeat is answered with the tournament as it is (safe to retry); a finished "
+            "or cancelled tournament is 409 `tournament-over`.")
+
+
+@bp.post("/tournaments/<tournament_id>/cancel")
+@operation(
+    summary="Cancel a tournament (admin): live games are voided, nothing more is scheduled",
+    description="Every live game ends at once, voided: the game is `finished` with no "
+    "winner (a move on it is refused), its slot `void` with no result, counted nowhere "
+    "(standings, matchpoints, ratings, leaderboard). Games not yet started become `void`. "
+    "Games that had finished keep their results and ratings. The status becomes "
+    "`cancelled`; the seed, and every game of a duplicate deal, become public like a "
+    "finished tournament's. " + STOP_DOC,
+    tags=("tournaments",),
+    body=s.Empty,
+    body_required=False,
+    response=s.Tournament,
+    auth="admin",
+    errors=(403, 404, 409),
+    path_params={"tournament_id": TOURNAMENT_ID},
+)
+def cancel_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
+    return respond(sch(s.Tournament), control.cancel(tournaments(), tournament_id))
+
+
+@bp.post("/tournaments/<tournament_id>/pause")
+@operation(
+    summary="Pause a tournament (admin): no new game starts until it is resumed",
+    description="Games already live play on to their end with their move clocks running; "
+    "their results are recorded. No game starts while the status is `paused`. " + STOP_DOC,
+    tags=("tournaments",),
+    body=s.Empty,
+    body_required=False,
+    response=s.Tournament,
+    auth="admin",
+    errors=(403, 404, 409),
+    path_params={"tournament_id": TOURNAMENT_ID},
+)
+def pause_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
+    return respond(sch(s.Tournament), control.pause(tournaments(), tournament_id))
+
+
+@bp.post("/tournaments/<tournament_id>/resume")
+@operation(
+    summary="Resume a paused tournament (admin): games start again",
+    description="Back to `running`: games start again, up to `parallel` at once. " + STOP_DOC,
+    tags=("tournaments",),
+    body=s.Empty,
+    body_required=False,
+    response=s.Tournament,
+    auth="admin",
+    errors=(403, 404, 409),
+    path_params={"tournament_id": TOURNAMENT_ID},
+)
+def resume_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
+    return respond(sch(s.Tournament), control.resume(tournaments(), tournament_id))
+
+
+@bp.post("/tournaments/<tournament_id>/entrants/<entrant_id>/withdraw")
+@operation(
+    summary="Withdraw your bot from a tournament (the entrant's own token)",
+    description="The entrant leaves the tournament (`withdrawn`): each of its live games "
+    "ends at once and is forfeited, and so is every game of it not yet played. A forfeited "
+    "game is won by the opponent (won, lost, played and the match score count it), adds no "
+    "points, hands, timeouts or matchpoints to anyone and moves no rating (tournament or "
+    "leaderboard). Games it finished before keep their results. The same happens to an "
+    "entrant under the no-show rule (`no_show`) or disqualified after `max_timeouts`. "
+    "Only the entrant's own token may withdraw it (403 `forbidden-entrant`); a repeat "
+    "answers the tournament as it is; a finished or cancelled tournament is 409 "
+    "`tournament-over`.",
+    tags=("tournaments",),
+    body=s.Empty,
+    body_required=False,
+    response=s.Tournament,
+    auth="required",
+    errors=(403, 404, 409),
+    path_params={"tournament_id": TOURNAMENT_ID,
+                 "entrant_id": {**BOT_ID, "description": "the entrant's bot id"}},
+)
+def withdraw_entrant(tournament_id: str, entrant_id: str, bot_id: str,
+                     body: dict[str, Any]) -> Response:
+    return respond(sch(s.Tournament),
+                   control.withdraw(tournaments(), tournament_id, entrant_id, bot_id))
 
 
 @bp.get("/leaderboard")

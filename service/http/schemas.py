@@ -842,6 +842,23 @@ def size_errors(data: dict[str, Any], sent: Any = None) -> dict[str, list[str]]:
 
 
 
+NO_SHOW_DOC = (
+    "the no-show rule, seconds: an entrant leaves the tournament (`no_show`) when in one of "
+    "its live games it is its turn and nothing has been played for this long, or the game "
+    "started this long ago and every one of its moves there (at least one) was played by "
+    "the move clock. An entrant that leaves forfeits its live and unplayed games: won by "
+    "the opponent, no points, hands or matchpoints for anyone, not rated.")
+MAX_TIMEOUTS_DOC = (
+    "disqualification: an entrant leaves the tournament (`disqualified`) once the move "
+    "clock has played this many of its moves over the whole tournament; it forfeits its "
+    "live and unplayed games (as under no_show).")
+ENTRANT_STATUSES = ["in", "withdrawn", "no_show", "disqualified"]
+TOURNAMENT_STATUSES = ["running", "paused", "finished", "cancelled"]
+TOURNAMENT_STATUS_DOC = (
+    "running; paused (no game starts; live games play on, clocks running); finished (every "
+    "game played); cancelled (live games voided, nothing more scheduled)")
+
+
 class TournamentCreate(Strict):
     name = fields.Str(validate=[validate.Length(1, 60), Pattern(r"^[A-Za-z0-9 ._-]+$")],
                       metadata={"example": "weekly"})
@@ -897,6 +914,12 @@ class TournamentCreate(Strict):
                        metadata={"description": "at most this many of its games at once"})
     seed = JsonInt(validate=validate.Range(0, 2**63 - 1),
                    metadata={"description": "fixes every deal; random when omitted"})
+    no_show = JsonNumber(
+        allow_none=True, validate=validate.Range(1, 86400),
+        metadata={"description": NO_SHOW_DOC + " Omitted: 600; null: no such rule"})
+    max_timeouts = JsonInt(
+        allow_none=True, validate=validate.Range(1, 10000),
+        metadata={"description": MAX_TIMEOUTS_DOC + " Omitted or null: no such rule"})
 
     @validates_schema(pass_original=True)
     def _consistent(self, data: dict, original: Any = None, **_: object) -> None:
@@ -927,11 +950,21 @@ class TournamentSettings(Out):
     move_limit = fields.Float(required=True, allow_none=True)
     parallel = fields.Int(required=True)
     seed = fields.Int(metadata={"description": "shown once the tournament is over"})
+    no_show = fields.Float(required=True, allow_none=True,
+                           metadata={"description": NO_SHOW_DOC + " Null: no such rule"})
+    max_timeouts = fields.Int(required=True, allow_none=True, metadata={
+        "description": MAX_TIMEOUTS_DOC + " Null: no such rule"})
 
 
 class Entrant(Out):
     bot_id = fields.Str(required=True)
     bot_name = fields.Str(required=True)
+    status = one_of(ENTRANT_STATUSES, required=True, metadata={
+        "description": "in; or how it left the tournament: withdrawn (by itself), no_show "
+        "(the no-show rule), disqualified (max_timeouts). One that left forfeits its live "
+        "and unplayed games"})
+    left = fields.Int(required=True, allow_none=True,
+                      metadata={"description": "when it left (unix seconds); null: in"})
 
 
 class Progress(Out):
@@ -945,7 +978,8 @@ class Progress(Out):
 class TournamentSummary(Out):
     id = fields.Str(required=True, metadata={"example": "0c1d2e3f4a5b"})
     name = fields.Str(required=True)
-    status = fields.Str(required=True, validate=validate.OneOf(["running", "finished"]))
+    status = one_of(TOURNAMENT_STATUSES, required=True,
+                    metadata={"description": TOURNAMENT_STATUS_DOC})
     created = fields.Int(required=True)
     finished = fields.Int(required=True, allow_none=True)
     settings = fields.Nested(TournamentSettings, required=True)
@@ -969,10 +1003,23 @@ class TournamentGame(Out):
     teams = fields.List(fields.Str(), required=True,
                         metadata={"description": "bot id on team 0, on team 1"})
     game_id = fields.Str(required=True, allow_none=True)
-    status = fields.Str(required=True, validate=validate.OneOf(["pending", "live", "done"]))
+    status = one_of(["pending", "live", "done", "void"], required=True, metadata={
+        "description": "void: a game of a cancelled tournament that was live (ended with "
+        "no result) or never started; counted nowhere"})
     seed = fields.Int(required=True, allow_none=True,
-                      metadata={"description": "the game's seed, once it is over"})
-    winner = fields.Str(required=True, allow_none=True, metadata={"description": "bot id"})
+                      metadata={"description": "the game's seed, once it is over (null for "
+                                "a game never started)"})
+    winner = fields.Str(required=True, allow_none=True, metadata={
+        "description": "bot id; null while not done, when both entrants forfeited, or when "
+        "the entrant that did not forfeit has made no move of its own in the tournament "
+        "(yet): a forfeit is won only by an entrant that has played"})
+    forfeit = fields.List(fields.Str(), required=True, allow_none=True, metadata={
+        "description": "the entrants that forfeited this game (one, or both): they left the "
+        "tournament (withdrawn, no_show, disqualified) before it ended or was played, or "
+        "every one of their decisions in it was played by the move clock. The other entrant "
+        "wins it (if it has made a move of its own in the tournament); it adds no points, "
+        "hands, timeouts or matchpoints and moves no rating. "
+        "Null: not forfeited"})
     scores = fields.List(fields.Int(), required=True, allow_none=True)
     hands_won = fields.List(fields.Int(), required=True, allow_none=True)
     timeouts = fields.List(fields.Int(), required=True, allow_none=True)
@@ -1025,10 +1072,12 @@ class BracketSeed(Out):
 class BracketGame(Out):
     slot = fields.Int(required=True)
     game_id = fields.Str(required=True, allow_none=True)
-    status = one_of(["pending", "live", "done"], required=True)
+    status = one_of(["pending", "live", "done", "void"], required=True,
+                    metadata={"description": "as the game's slot in the round"})
     tiebreak = fields.Bool(required=True, metadata={"description": "a tiebreak pair's game"})
     winner = fields.Str(required=True, allow_none=True, metadata={
-        "description": "bot id; null until recorded (every table of its deal finished)"})
+        "description": "bot id; null until recorded (every table of its deal finished), "
+        "when voided, or when both entrants forfeited it"})
 
 
 class BracketMatch(Out):
@@ -1040,16 +1089,21 @@ class BracketMatch(Out):
     seeds = fields.List(fields.Int(allow_none=True), required=True)
     pairing = fields.Int(required=True, allow_none=True, metadata={
         "description": "the pairing of its games in the round (`rounds[].games[].pairing`)"})
-    status = one_of(["waiting", "bye", "pending", "live", "done"], required=True, metadata={
+    status = one_of(["waiting", "bye", "pending", "live", "done", "void"], required=True,
+                    metadata={
         "description": "waiting: an entrant is not known yet; bye: one entrant goes through "
-        "without playing; done: decided"})
+        "without playing; done: decided; void: undecided when the tournament was cancelled"})
     wins = fields.List(fields.Int(), required=True, allow_none=True, metadata={
         "description": "games won per entrant (as in entrants), recorded games only"})
     points = fields.List(fields.Int(), required=True, allow_none=True, metadata={
         "description": "game points scored per entrant, recorded games only"})
     tiebreak_games = fields.Int(required=True)
     winner = fields.Str(required=True, allow_none=True)
-    decided_by = one_of(["bye", "games", "points", "seed"], required=True, allow_none=True)
+    decided_by = one_of(["bye", "games", "points", "seed", "forfeit"], required=True,
+                        allow_none=True, metadata={
+                            "description": "forfeit: an entrant forfeited a game of the match "
+                            "(it left the tournament); the other goes through (both: the "
+                            "higher seed)"})
     games = fields.List(fields.Nested(BracketGame), required=True)
 
 
@@ -1111,14 +1165,21 @@ class StandingRow(Out):
         "the first tiebreak after score"})
     comparisons = fields.Int(required=True, metadata={
         "description": "how many such comparisons: the most matchpoints it could have"})
-    played = fields.Int(required=True)
-    won = fields.Int(required=True)
-    lost = fields.Int(required=True)
+    played = fields.Int(required=True, metadata={
+        "description": "games decided: played to the end, or forfeited (by either side)"})
+    won = fields.Int(required=True, metadata={
+        "description": "games won, forfeits included (a forfeit is won only by an entrant "
+        "that has made a move of its own in the tournament)"})
+    lost = fields.Int(required=True, metadata={"description": "games lost, forfeits included"})
     hands_won = fields.Int(required=True, metadata={
         "description": "hands in which its team scored more points than the other"})
     points_for = fields.Int(required=True)
     points_against = fields.Int(required=True)
     timeouts = fields.Int(required=True)
+    forfeits = fields.Int(required=True, metadata={
+        "description": "games it forfeited (counted in lost; see TournamentGame.forfeit)"})
+    status = one_of(ENTRANT_STATUSES, required=True,
+                    metadata={"description": "as the entrant's status in the tournament"})
     byes = fields.Int(required=True, metadata={
         "description": "rounds it sat out, counted (with their point in score) once the "
         "round is complete (in rounds_done), never before"})
@@ -1142,7 +1203,8 @@ class RatingHistory(Out):
 
 class Standings(Out):
     tournament_id = fields.Str(required=True)
-    status = one_of(["running", "finished"], required=True)
+    status = one_of(TOURNAMENT_STATUSES, required=True,
+                    metadata={"description": TOURNAMENT_STATUS_DOC})
     rounds_done = fields.Int(required=True)
     items = fields.List(fields.Nested(StandingRow), required=True)
     history = fields.List(fields.Nested(RatingHistory), required=True,

@@ -82,15 +82,16 @@ def test_the_endpoint_table_is_exactly_the_contract() -> None:
     assert {k: (e.method, e.path) for k, e in ENDPOINTS.items()} == ops
     for name, ep in ENDPOINTS.items():
         # only POSTs without an Idempotency-Key are unsafe to repeat after a lost answer
-        # (and DELETE, whose repeat is a 404); a repeated PUT of a callback URL answers
-        # with the newest secret, the one in force
-        assert ep.safe == (ep.method == "GET" or name in ("postGamesGameIdSeatsSeat",
-                                                          "postGamesGameIdActions",
-                                                          # joining/leaving the ladder: idempotent
-                                                          "postLaddersNameEntry",
-                                                          "deleteLaddersNameEntry",
-                                                          # a repeat answers with the newest secret
-                                                          "putBotsMeCallback"))
+        # (and DELETE, whose repeat is a 404); joining/leaving the ladder and a repeated
+        # tournament cancel, pause, resume or withdrawal answer as they are; a repeated PUT
+        # of a callback URL answers with the newest secret, the one in force
+        assert ep.safe == (ep.method == "GET" or name in (
+            "postGamesGameIdSeatsSeat", "postGamesGameIdActions",
+            "postLaddersNameEntry", "deleteLaddersNameEntry",
+            "postTournamentsTournamentIdCancel", "postTournamentsTournamentIdPause",
+            "postTournamentsTournamentIdResume",
+            "postTournamentsTournamentIdEntrantsEntrantIdWithdraw",
+            "putBotsMeCallback"))
 
 
 # --- every method against the live service ----------------------------------------------

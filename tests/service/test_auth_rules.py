@@ -130,3 +130,40 @@ def test_the_callback_operations_need_the_bots_token(api):
         for headers in ({}, UNKNOWN, MALFORMED, ADMIN):
             r = api.c.open(path, method=method, json=body, headers=headers)
             assert r.status_code == 401, (method, path, headers, r.json)
+
+
+def test_stopping_a_tournament_needs_the_admin_token_and_withdrawing_the_entrants_own(api):
+    """Issue 16: cancel, pause and resume are the organizer's (admin); a withdrawal is the
+    entrant's alone. A refused call changes nothing."""
+    (a, ta), (b, tb) = api.bot("a"), api.bot("b")
+    r = api.c.post("/tournaments", headers=ADMIN, json={"format": "round_robin",
+                                                        "entrants": [a, b]})
+    tid = r.json["id"]
+    doc = spec(api.c)
+    admin = {(m.upper(), p) for p, ops in doc["paths"].items() for m, op in ops.items()
+             if op.get("security") == [{"admin": []}]}
+    stops = {("POST", f"/tournaments/{{tournament_id}}/{verb}")
+             for verb in ("cancel", "pause", "resume")}
+    assert admin == {("POST", "/tournaments")} | stops
+    for _method, path in sorted(stops):
+        url = path.replace("{tournament_id}", tid)
+        assert api.c.post(url).status_code == 401
+    # a wrong token is a failed admin attempt (limited per client): one is enough here
+    r = api.c.post(f"/tournaments/{tid}/cancel", headers=api.auth(ta))
+    assert r.status_code == 403 and r.json["type"] == "/problems/forbidden"
+    withdraw = "/tournaments/{tournament_id}/entrants/{entrant_id}/withdraw"
+    assert doc["paths"][withdraw]["post"]["security"] == [{"bearer": []}]
+    url = f"/tournaments/{tid}/entrants/{a}/withdraw"
+    assert api.c.post(url).status_code == 401
+    assert api.c.post(url, headers=UNKNOWN).status_code == 401
+    assert api.c.post(url, headers=ADMIN).status_code == 401  # not a bot's token
+    r = api.c.post(url, headers=api.auth(tb))
+    assert r.status_code == 403 and r.json["type"] == "/problems/forbidden-entrant"
+    r = api.c.post(f"/tournaments/{tid}/entrants/{'0' * 12}/withdraw", headers=api.auth(tb))
+    assert r.status_code == 404
+    t = api.c.get(f"/tournaments/{tid}").json
+    assert t["status"] == "running"
+    assert [e["status"] for e in t["entrants"]] == ["in", "in"]
+    r = api.c.post(url, headers=api.auth(ta))
+    assert r.status_code == 200
+    assert {e["bot_id"]: e["status"] for e in r.json["entrants"]}[a] == "withdrawn"

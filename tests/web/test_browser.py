@@ -409,6 +409,34 @@ def test_a_person_plays_a_whole_game_against_the_random_bot(page, api, bots):
 # --- tournaments ---------------------------------------------------------------------------
 
 
+def test_tournament_page_shows_a_cancel_a_withdrawal_and_forfeits(page, api, service):
+    """Issue 16: the status (cancelled), the entrant that left (withdrawn, its forfeits),
+    each forfeited game and each voided one, as the API has them."""
+    made = [api.bot(n) for n in ("Tassa", "Chutney", "Calypso", "Kaiso")]
+    body = {"name": "stopped cup", "format": "round_robin", "entrants": [b for b, _ in made],
+            "players": 2, "games_per_pairing": 2, "parallel": 2}
+    tid = api.post("/tournaments", body, ADMIN)["id"]
+    quitter, token = made[3]
+    api.post(f"/tournaments/{tid}/entrants/{quitter}/withdraw", {}, token, status=200)
+    full = api.post(f"/tournaments/{tid}/cancel", {}, ADMIN, status=200)
+    assert full["status"] == "cancelled"
+    games = [g for r in full["rounds"] for g in r["games"]]
+    forfeits = [g for g in games if g["forfeit"]]
+    voided = [g for g in games if g["status"] == "void"]
+    assert forfeits and voided
+
+    page.goto(f"/tournaments/{tid}")
+    page.locator("body[data-loaded=true]").wait_for()
+    assert page.locator("#t-status").text_content() == "cancelled"
+    assert "left: Kaiso (withdrawn)" in page.locator("#t-info").text_content()
+    row = page.locator(f'#standings tr[data-bot-id="{quitter}"]')
+    assert row.locator(".badge").text_content() == "withdrawn"
+    assert row.locator("[data-col=forfeits]").text_content() == f" · {len(forfeits)} forfeits"
+    assert page.locator("#rounds [data-col=forfeit]").count() == len(forfeits)
+    assert page.locator('#rounds tr[data-status="void"]').count() == len(voided)
+    screenshot(page, "tournament-cancelled")
+
+
 def test_tournament_page_shows_the_standings_the_api_returns(page, api, bots, service):
     made = [api.bot(n) for n in ("Steelpan", "Soca", "Parang")]
     for _, t in made:

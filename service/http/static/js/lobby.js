@@ -33,7 +33,7 @@ function tournamentItem(t) {
   const p = t.progress || {};
   return el("li", { dataset: { tournamentId: t.id } },
     el("a", { class: "who", href: `/tournaments/${t.id}`, text: t.name || t.id }),
-    el("span", { class: `badge status-${t.status === "running" ? "active" : "finished"}`, text: t.status }),
+    el("span", { class: `badge status-${{ running: "active", paused: "waiting", cancelled: "error" }[t.status] || "finished"}`, text: t.status }),
     el("span", { class: "muted small", text: `${t.settings ? t.settings.format.replace("_", " ") : ""} · ${(t.entrants || []).length} bots · ${p.games_done ?? "?"}/${p.games_planned ?? "?"} games` }));
 }
 

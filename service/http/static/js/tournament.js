@@ -17,6 +17,19 @@ function svg(tag, attrs = {}, text = null) {
   return node;
 }
 
+// How an entrant left the tournament (issue 16): it forfeits its live and unplayed games.
+const LEFT = { withdrawn: "withdrawn", no_show: "no-show", disqualified: "disqualified" };
+// Badge colour per tournament status: paused waits, cancelled reads as an error.
+const STATUS_BADGE = { running: "active", paused: "waiting", finished: "finished", cancelled: "error" };
+
+function botCell(r, names) {
+  const left = LEFT[r.status];
+  return el("td", { class: "bot", dataset: { entrant: r.status || "in" } },
+    r.bot_name || names[r.bot_id] || r.bot_id,
+    left ? [" ", el("span", { class: "badge status-error small", title: "left the tournament: forfeits its live and unplayed games", text: left })] : null,
+    r.forfeits ? el("span", { class: "small muted", dataset: { col: "forfeits" }, text: ` · ${r.forfeits} forfeit${r.forfeits === 1 ? "" : "s"}` }) : null);
+}
+
 function standingsTable(st, names) {
   // a knockout ranks by the round reached: its place comes first
   const knockout = st.items.some((r) => r.place !== undefined);
@@ -27,7 +40,7 @@ function standingsTable(st, names) {
   const rows = st.items.map((r) => el("tr", { dataset: { botId: r.bot_id, rank: String(r.rank) } },
     knockout ? el("td", { dataset: { col: "place" }, text: r.place || "still in" }) : null,
     el("td", { class: knockout ? "opt" : null, text: String(r.rank) }), // on a phone the place says it
-    el("td", { class: "bot", text: r.bot_name || names[r.bot_id] || r.bot_id }),
+    botCell(r, names),
     el("td", { class: "num", dataset: { col: "score" }, text: String(r.score) }),
     // duplicate deals compared across tables, out of the most possible
     el("td", { class: "num opt", dataset: { col: "matchpoints" },
@@ -130,15 +143,19 @@ function roundsList(t, names) {
     const rows = r.games.map((g) => {
       const [a, b] = g.teams;
       const link = g.game_id
-        ? el("a", { href: `/games/${g.game_id}`, text: g.status === "done" ? "result" : g.status === "live" ? "watch live" : "table" })
-        : el("span", { class: "muted", text: "pending" });
+        ? el("a", { href: `/games/${g.game_id}`, text: g.status === "done" ? "result" : g.status === "live" ? "watch live" : g.status === "void" ? "voided" : "table" })
+        : el("span", { class: "muted", text: g.status === "done" ? "not played" : g.status });
+      // a forfeit: who forfeited (they left, or the clock played all their moves)
+      const forfeit = g.forfeit && g.forfeit.length
+        ? el("span", { class: "small muted", dataset: { col: "forfeit" }, text: ` (forfeit: ${g.forfeit.map((b) => names[b] || b).join(", ")})` })
+        : null;
       const cells = [
         el("td", { class: "opt", text: String(g.pairing + 1) }),
         el("td", {}, el("span", { class: "team-0-text", text: names[a] || a }), el("span", { class: "vs", text: " vs " }),
           el("span", { class: "team-1-text", text: names[b] || b })),
         el("td", { class: "num", text: g.scores ? `${g.scores[0]}–${g.scores[1]}` : "–" }),
-        el("td", { text: g.winner ? names[g.winner] || g.winner : g.status === "done" ? "draw" : "" }),
-        el("td", {}, el("span", { class: `badge status-${g.status === "live" ? "active" : g.status === "done" ? "finished" : "waiting"}`, text: g.status })),
+        el("td", {}, g.winner ? names[g.winner] || g.winner : g.status === "done" ? (forfeit ? "nobody" : "draw") : "", forfeit),
+        el("td", {}, el("span", { class: `badge status-${g.status === "live" ? "active" : g.status === "done" ? "finished" : g.status === "void" ? "error" : "waiting"}`, text: g.status })),
         el("td", {}, link, g.game_id && g.status === "done" ? [" · ", el("a", { href: `/games/${g.game_id}/replay`, text: "replay" })] : null),
       ];
       return el("tr", { dataset: { gameId: g.game_id || "", status: g.status } }, cells);
@@ -160,9 +177,11 @@ async function refresh() {
     document.title = `${t.name || ID} · All Fours Arena`;
     const status = $("t-status");
     status.textContent = t.status;
-    status.className = `badge status-${t.status === "running" ? "active" : "finished"}`;
+    status.className = `badge status-${STATUS_BADGE[t.status] || "finished"}`;
     const s = t.settings, p = t.progress;
-    $("t-info").textContent = `${s.format.replace("_", " ")} · ${s.players} players a table · ${t.entrants.length} bots · round ${p.rounds_done}/${p.rounds_planned} · ${p.games_done}/${p.games_planned} games (${p.games_live} live)${s.duplicate ? " · duplicate deals" : ""}`;
+    const left = (t.entrants || []).filter((e) => e.status && e.status !== "in");
+    const rules = [s.no_show ? `no-show after ${s.no_show} s` : null, s.max_timeouts ? `disqualified at ${s.max_timeouts} timeouts` : null].filter(Boolean);
+    $("t-info").textContent = `${s.format.replace("_", " ")} · ${s.players} players a table · ${t.entrants.length} bots · round ${p.rounds_done}/${p.rounds_planned} · ${p.games_done}/${p.games_planned} games (${p.games_live} live)${s.duplicate ? " · duplicate deals" : ""}${rules.length ? ` · ${rules.join(", ")}` : ""}${left.length ? ` · left: ${left.map((e) => `${e.bot_name} (${LEFT[e.status] || e.status})`).join(", ")}` : ""}${t.status === "paused" ? " · paused: no game starts until resumed" : t.status === "cancelled" ? " · cancelled: live games were voided" : ""}`;
     if (t.bracket) {
       $("bracket-panel").hidden = false;
       $("bracket").replaceChildren(bracketView(t.bracket, names));
@@ -192,6 +211,6 @@ window.addEventListener("resize", () => {
 
 async function loop() {
   const status = await refresh();
-  if (status === "running") setTimeout(loop, 3000);
+  if (status === "running" || status === "paused") setTimeout(loop, 3000);
 }
 loop();
