@@ -25,9 +25,10 @@ def missing(reason: str) -> None:
 
 
 def _redis():
-    import redis
+    """A client for the test Redis: a cluster client when it is a cluster's node."""
+    from service.storage.redis_client import connect
 
-    return redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
+    return connect(REDIS_URL, 2)
 
 
 @pytest.fixture(scope="session")

@@ -90,6 +90,9 @@ class Sweeper:
         return applied
 
     def repair_once(self) -> None:
+        # in a cluster: the cross-game indexes from the per-game truth (a process killed
+        # between a commit's steps left an extra entry; service.storage.keys)
+        self.arena.store.reconcile()
         if self.tournaments is not None:
             self.tournaments.advance_all()
 

@@ -138,7 +138,8 @@ class Arena(Waiting):
         prefix = glob_escape(store.p)
         self.wakeups = Wakeups(store.r, [f"{prefix}game:*:changed"])
         self.wakeups.on_message = self._heard
-        self._game_channel = (f"{store.p}game:", ":changed")
+        head, _, tail = store.game_channel("\0").partition("\0")
+        self._game_channel = (head, tail)
         # game id -> the newest version this process handed to its own waiters when it
         # committed it (``_tell_local_waiters``), until the listener hears Redis echo it.
         self._told: dict[str, int] = {}
@@ -221,7 +222,7 @@ class Arena(Waiting):
             return False
         if (status or game.status) != FINISHED:
             return True
-        return bool(self.store.r.sismember(embargo_key(self.store.p), deal))
+        return bool(self.store.r.sismember(embargo_key(self.store.tours_prefix), deal))
 
     def _spectating(self, game: Game, viewer: int | None) -> None:
         """Refuse a viewer without a seat here (a spectator) an embargoed game."""
@@ -318,7 +319,7 @@ class Arena(Waiting):
                  if g.meta.get("embargo") and g.status == FINISHED]
         open_deals = set()
         if deals:
-            found = self.store.r.smismember(embargo_key(self.store.p), deals)
+            found = self.store.r.smismember(embargo_key(self.store.tours_prefix), deals)
             open_deals = {d for d, inside in zip(deals, found) if inside}
         for g, item in zip(games, items):
             deal = g.meta.get("embargo")
