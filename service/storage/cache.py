@@ -28,11 +28,11 @@ class Game:
     # When this version was committed (unix seconds, the committing service's clock);
     # None for a game written before the service kept it.
     updated: float | None = None
-    # Cluster mode: the game's creation sequence (its score in the status indexes).
-    seq: int | None = None
     # The decoded state, once someone asked (states are copy-on-write: never changed in
     # place, so one decoded copy serves every request that shares this Game).
     _state: State | None = field(default=None, repr=False, compare=False)
+    # Cluster mode: the game's creation sequence (its score in the status indexes).
+    seq: int | None = None
 
     @property
     def state(self) -> State:

@@ -20,6 +20,7 @@ and answers 503 until it does): set ``ARENA_REDIS_MODE=cluster`` where that matt
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -162,9 +163,9 @@ class NodePubSub:
         nodes = self.cluster.get_nodes()
         for i in range(len(nodes)):
             node = nodes[(self._turn + i) % len(nodes)]
-            client = redis.Redis(host=node.host, port=node.port,
-                                 socket_connect_timeout=self.timeout,
-                                 socket_timeout=self.timeout, **PARSER)
+            client = redis.Redis.from_url(f"redis://{node.host}:{node.port}",
+                                          socket_connect_timeout=self.timeout,
+                                          socket_timeout=self.timeout, **PARSER)
             try:
                 client.ping()
             except redis.RedisError as exc:
@@ -172,8 +173,6 @@ class NodePubSub:
                 continue
             self._turn = (self._turn + i + 1) % max(1, len(nodes))
             return client.pubsub()
-        try:  # the cluster client finds the promoted replicas on its next command
-            self.cluster.ping()
-        except redis.RedisError:
-            pass
+        with contextlib.suppress(redis.RedisError):  # the cluster client finds the
+            self.cluster.ping()                       # promoted replicas on its next command
         raise last or redis.ConnectionError("no cluster node answers")

@@ -127,9 +127,8 @@ class Store:
         self.idem_grace_s = retry_grace_s
         self.cluster = is_cluster(client) if cluster is None else cluster
         self.keys = Keys(prefix, self.cluster)
-        # the sharded channels of Redis >= 7 where the client is a cluster's (the game's
-        # shard delivers its messages), else plain PUBLISH (see ``service.storage.wakeups``)
-        self.publish = "SPUBLISH" if self.cluster and is_cluster(client) else "PUBLISH"
+        # how the commit script publishes a game's change (``service.storage.wakeups``)
+        self.publish = "PUBLISH"
         self._rate = client.register_script(RATE)
         self._claim = client.register_script(CLAIM)
         if self.cluster:

@@ -30,7 +30,7 @@ def test_rate_limit_counted_with_the_game_read(key_prefix):
                    headers=api.auth(token))
     assert r.status_code == 422
     r = app.extensions["arena"].store.r
-    assert max(int(r.get(k)) for k in r.keys(f"{key_prefix}rl:b*")) == 5
+    assert max(int(r.get(k)) for k in r.scan_iter(match=f"{key_prefix}rl:b*")) == 5
 
 
 def mid_trick(api, game_id, tokens, rng):
@@ -200,9 +200,9 @@ def test_rate_limit_counted_by_the_commit_of_a_cached_game(key_prefix):
     for _ in range(6):
         s = api.view(game_id).json
         w = api.view(game_id, tokens[s["turn"]]).json
-        before = sum(int(r.get(k)) for k in r.keys(f"{key_prefix}rl:b*"))
+        before = sum(int(r.get(k)) for k in r.scan_iter(match=f"{key_prefix}rl:b*"))
         assert api.act(game_id, tokens[s["turn"]], w["legal_actions"][0]).status_code == 200
-        after = sum(int(r.get(k)) for k in r.keys(f"{key_prefix}rl:b*"))
+        after = sum(int(r.get(k)) for k in r.scan_iter(match=f"{key_prefix}rl:b*"))
         assert after == before + 1  # counted exactly once, cached game or not
         counted += arena.store.games.get(game_id, arena.wakeups.live_generation()) is not None
     assert counted  # the cache was in use
