@@ -147,8 +147,10 @@ class Store:
         self._tokens: dict[str, str] = {}
         self.games = GameCache()
 
-    def _fail(self, point: str) -> None:
-        if self.failpoint == point:
+    def _fail(self, point: str, status: str = "") -> None:
+        """Exit here if ``ARENA_FAILPOINT`` names this point (``commit``), or this point
+        and the status a change moves the game to (``commit:finished``)."""
+        if self.failpoint and self.failpoint in (point, f"{point}:{status}"):
             os._exit(FAILPOINT_EXIT)
 
     # --- keys --------------------------------------------------------------------------
@@ -512,7 +514,7 @@ class Store:
         out = self._commit(keys=keys, args=args)
         code, value = int(out[0]), out[1]
         if code == 1 and self.cluster:
-            self._fail("commit")
+            self._fail("commit", status if status != game.status else "")
             self._after(game, status, timed)
         if code == 2:
             value = retry_record(value, idem_key)
