@@ -142,6 +142,10 @@ class Store:
         # ARENA_FAILPOINT: the process exits (``os._exit``) at that point of a two-step
         # update, for the tests that show the indexes heal (``service.storage.keys``).
         self.failpoint = os.environ.get("ARENA_FAILPOINT", "")
+        # ARENA_DURABILITY=replica: a commit is answered only once a replica has it
+        # (``WAIT 1 ARENA_DURABILITY_WAIT_MS`` on the commit's own connection), else 503
+        self.wait_ms = (int(os.environ.get("ARENA_DURABILITY_WAIT_MS", "500"))
+                        if os.environ.get("ARENA_DURABILITY", "") == "replica" else 0)
         # token -> bot id. Safe across processes: a token's bot never changes (and no
         # token is ever revoked), so a cached answer cannot go stale.
         self._tokens: dict[str, str] = {}
@@ -511,11 +515,18 @@ class Store:
         ]
         if self.cluster:
             args.append(self.publish)
-        out = self._commit(keys=keys, args=args)
+        acked = 1
+        if self.wait_ms:
+            out, acked = self._commit_and_wait(keys, args)
+        else:
+            out = self._commit(keys=keys, args=args)
         code, value = int(out[0]), out[1]
         if code == 1 and self.cluster:
             self._fail("commit", status if status != game.status else "")
             self._after(game, status, timed)
+        if code == 1 and acked < 1:
+            raise redis.TimeoutError(f"no replica acknowledged the commit within "
+                                     f"{self.wait_ms} ms (ARENA_DURABILITY=replica)")
         if code == 2:
             value = retry_record(value, idem_key)
         if code == 3:
@@ -529,6 +540,17 @@ class Store:
                                 seq=game.seq),
                            cache_generation)
         return code, value
+
+    def _commit_and_wait(self, keys: list[str], args: list[Any]) -> tuple[Any, int]:
+        """The commit script and ``WAIT 1 ms`` on one connection (WAIT counts the replicas
+        that have this connection's writes): (the script's answer, replicas that have it)."""
+        client = (self.r.get_node_from_key(keys[0]).redis_connection if is_cluster(self.r)
+                  else self.r)
+        pipe = client.pipeline(transaction=False)
+        self._commit(keys=keys, args=args, client=pipe)
+        pipe.execute_command("WAIT", 1, self.wait_ms)
+        out, acked = pipe.execute()
+        return out, int(acked)
 
     def _ahead(self, game: Game, status: str, meta: dict[str, Any] | None,
                deadline: float | None) -> None:
