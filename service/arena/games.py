@@ -54,7 +54,14 @@ from service.engine.record import record_from_events
 from service.http.problems import Problem
 from service.jsonio import dumps
 from service.storage.store import Game, Store, commit_time
-from service.storage.wakeups import SKIP, GameMessage, Wakeups, game_message, glob_escape
+from service.storage.wakeups import (
+    SKIP,
+    GameMessage,
+    ShardedWakeups,
+    Wakeups,
+    game_message,
+    glob_escape,
+)
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +143,8 @@ class Arena(Waiting):
         self.person_move_limit = PERSON_MOVE_LIMIT_S
         # One pub/sub listener per process for every long-poll, stream and waiting action.
         prefix = glob_escape(store.p)
-        self.wakeups = Wakeups(store.r, [f"{prefix}game:*:changed"])
+        hub = ShardedWakeups if store.publish == "SPUBLISH" else Wakeups
+        self.wakeups = hub(store.r, [f"{prefix}game:*:changed"])
         self.wakeups.on_message = self._heard
         head, _, tail = store.game_channel("\0").partition("\0")
         self._game_channel = (head, tail)
@@ -459,7 +467,7 @@ class Arena(Waiting):
             {**body, "if_match": if_match}
         ).encode()).hexdigest()[:32]
         idem_key = idem or ""  # scoped to (bot, game): the record is the game's, by bot
-        generation = self.wakeups.live_generation()
+        generation = self.wakeups.live_generation(self.store.game_channel(game_id))
         cached = self.store.games.get(game_id, generation)
         for _ in range(CAS_ATTEMPTS):
             if cached is not None:

@@ -127,8 +127,9 @@ class Store:
         self.idem_grace_s = retry_grace_s
         self.cluster = is_cluster(client) if cluster is None else cluster
         self.keys = Keys(prefix, self.cluster)
-        # how the commit script publishes a game's change (``service.storage.wakeups``)
-        self.publish = "PUBLISH"
+        # how the commit script publishes a game's change: to the game's shard in a
+        # cluster (SPUBLISH, ``ShardedWakeups``), else to every subscriber
+        self.publish = "SPUBLISH" if self.cluster and is_cluster(client) else "PUBLISH"
         self._rate = client.register_script(RATE)
         self._claim = client.register_script(CLAIM)
         if self.cluster:
@@ -172,8 +173,10 @@ class Store:
     def bot_turn_channel(self, bot_id: str) -> str:
         """What a bot waiting for its turn in any game waits on: a channel of the
         process's listener, fed from game-channel messages (nothing is published to it
-        in Redis)."""
-        return f"{self.p}bot:{bot_id}:turn"
+        in Redis). In a cluster with sharded channels it is also published (to the
+        bot's shard) when the bot joins a game: a turn in a game its waiter does not
+        follow yet."""
+        return f"{self.p}bot:{self.keys.tag(bot_id)}:turn"
 
     @property
     def deadlines_key(self) -> str:
@@ -282,13 +285,16 @@ class Store:
         n, _ = self._rate(keys=[counter], args=[window_s])
         return 0, n
 
-    def bot_turns(self, bot_id: str) -> list[str]:
+    def bot_turns(self, bot_id: str, live: list[str] | None = None) -> list[str]:
         """Games where it is ``bot_id``'s turn. In a cluster: the bot's live games whose
-        ``turn`` is the bot (read-repair: finished or missing games leave its set)."""
+        ``turn`` is the bot (read-repair: finished or missing games leave its set), and
+        ``live`` (if given) gets the ids of those live games."""
         if not self.cluster:
             return sorted(m.decode() for m in self.r.smembers(self.keys.bot_turns(bot_id)))
         key = self.keys.bot_games(bot_id)
         ids = sorted(m.decode() for m in self.r.smembers(key))
+        if live is not None:
+            live.extend(ids)
         if not ids:
             return []
         pipe = self.r.pipeline(transaction=False)
@@ -363,6 +369,8 @@ class Store:
                 found = self._game(game_id, self.r.hgetall(self.keys.game(game_id)))
                 if found is not None:
                     return found
+            if status != "finished":
+                self._tell_bots({b for b in meta.get("seats", []) if b})
             return Game(game_id, 1, status, meta, state_json, "", deadline, updated, seq=seq)
         if deadline is not None:
             pipe.zadd(self.deadlines_key, {f"{game_id}:1": deadline})
@@ -523,7 +531,7 @@ class Store:
         code, value = int(out[0]), out[1]
         if code == 1 and self.cluster:
             self._fail("commit", status if status != game.status else "")
-            self._after(game, status, timed)
+            self._after(game, status, timed, meta)
         if code == 1 and acked < 1:
             raise redis.TimeoutError(f"no replica acknowledged the commit within "
                                      f"{self.wait_ms} ms (ARENA_DURABILITY=replica)")
@@ -571,8 +579,23 @@ class Store:
         if pipe is not None:
             pipe.execute()
 
-    def _after(self, game: Game, status: str, timed: bool) -> None:
+    def _tell_bots(self, bots: set[str]) -> None:
+        """Sharded channels: wake ``bots``' waiters for a turn in any game (they joined a
+        game they do not follow yet). Best effort: a waiter re-checks on its own too."""
+        if self.publish != "SPUBLISH" or not bots:
+            return
+        try:
+            for bot in bots:
+                self.r.spublish(self.bot_turn_channel(bot), "joined")
+        except redis.RedisError:
+            pass
+
+    def _after(self, game: Game, status: str, timed: bool,
+               meta: dict[str, Any] | None = None) -> None:
         """Cluster mode, after the commit: what only the old version needed."""
+        if meta is not None and status != "finished":
+            self._tell_bots({b for b in meta.get("seats", []) if b}
+                            - {b for b in game.seats if b})
         pipe: Any = None
         if status != game.status:
             pipe = self.r.pipeline(transaction=False)
