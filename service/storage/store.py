@@ -54,6 +54,7 @@ retry and publishes — all or nothing, so concurrent writers never both apply.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -65,6 +66,8 @@ from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import AskError, ClusterDownError, RedisClusterException, TryAgainError
 
 from service import jsonio
 from service.engine import State
@@ -142,6 +145,9 @@ class Store:
             self._auth = client.register_script(AUTH)
         # ARENA_FAILPOINT: the process exits (``os._exit``) at that point of a two-step
         # update, for the tests that show the indexes heal (``service.storage.keys``).
+        # a cluster client's hot commands go straight to the node that owns the key's
+        # slot (``_on``), without the cluster client's routing per command
+        self._direct = is_cluster(client)
         self.failpoint = os.environ.get("ARENA_FAILPOINT", "")
         # ARENA_DURABILITY=replica: a commit is answered only once a replica has it
         # (``WAIT 1 ARENA_DURABILITY_WAIT_MS`` on the commit's own connection), else 503
@@ -151,6 +157,39 @@ class Store:
         # token is ever revoked), so a cached answer cannot go stale.
         self._tokens: dict[str, str] = {}
         self.games = GameCache()
+
+    def _on(self, key: str) -> Any:
+        """The client of the node that owns ``key``'s slot as far as the cluster client
+        knows (None: ask the cluster client). Saves its routing on the hot path (a
+        third of a command's instructions); a redirection falls back to it (``_run``)."""
+        if not self._direct:
+            return None
+        try:
+            return self.r.nodes_manager.slots_cache[key_slot(key.encode())][0].redis_connection
+        except (KeyError, IndexError, AttributeError):
+            return None
+
+    def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """``script`` on the node that owns ``keys[0]`` (see ``_on``). A MOVED, ASK,
+        TRYAGAIN or CLUSTERDOWN answer (nothing ran) goes through the cluster client,
+        which follows it and learns the new owner; a node that does not answer makes
+        the cluster client ask the others for the slots (a failover) and is a 503."""
+        client = self._on(keys[0])
+        if client is not None:
+            try:
+                return script(keys=keys, args=args, client=client)
+            except (AskError, TryAgainError, ClusterDownError):
+                pass
+            except (redis.ConnectionError, redis.TimeoutError):
+                self._refresh()
+                raise
+        return script(keys=keys, args=args)
+
+    def _refresh(self) -> None:
+        """A node did not answer a command sent to it directly: have the cluster client
+        ask the others which nodes own the slots now (a replica may have been promoted)."""
+        with contextlib.suppress(redis.RedisError, RedisClusterException):
+            self.r.nodes_manager.initialize()
 
     def _fail(self, point: str, status: str = "") -> None:
         """Exit here if ``ARENA_FAILPOINT`` names this point (``commit``), or this point
@@ -385,7 +424,17 @@ class Store:
     def get_game(self, game_id: str) -> Game | None:
         if pending_hit.get() is not None:
             return self.get_game_and_idem(game_id)[0]
-        return self._game(game_id, self.r.hgetall(self.game_key(game_id)))
+        key = self.game_key(game_id)
+        node = self._on(key)
+        if node is not None:
+            try:
+                return self._game(game_id, node.hgetall(key))
+            except (AskError, TryAgainError, ClusterDownError):
+                pass
+            except (redis.ConnectionError, redis.TimeoutError):
+                self._refresh()
+                raise
+        return self._game(game_id, self.r.hgetall(key))
 
     def get_game_and_idem(self, game_id: str, bot_id: str = "", idem: str = ""
                           ) -> tuple[Game | None, str | None]:
@@ -401,13 +450,13 @@ class Store:
             rate_key = self.keys.rate(hit.who, int(time.time()) // window)
         if self.cluster:
             if hit is not None:
-                n, ttl = self._rate(keys=[rate_key], args=[window])
+                n, ttl = self._run(self._rate, [rate_key], [window])
                 hit.check(int(n), int(ttl))
                 hit = None
             keys = [self.game_key(game_id)]
             if idem:
                 keys.append(self.retry_key(game_id))
-            out = self._read(keys=keys, args=[bot_id])
+            out = self._run(self._read, keys, [bot_id])
         else:
             memory = self.retry_key(game_id) if idem else ""
             out = self._read(keys=[rate_key, self.game_key(game_id), memory],
@@ -485,7 +534,7 @@ class Store:
                      or (meta is not None and meta.get("move_limit")))
         if self.cluster:
             if hit is not None:
-                n, ttl = self._rate(keys=[rate_key], args=[window])
+                n, ttl = self._run(self._rate, [rate_key], [window])
                 if int(n) > limit:
                     hit.check(int(n), int(ttl))  # raises
             keys = [self.game_key(game.id), self.retry_key(game.id), self.game_channel(game.id)]
@@ -527,7 +576,7 @@ class Store:
         if self.wait_ms:
             out, acked = self._commit_and_wait(keys, args)
         else:
-            out = self._commit(keys=keys, args=args)
+            out = self._run(self._commit, keys, args)
         code, value = int(out[0]), out[1]
         if code == 1 and self.cluster:
             self._fail("commit", status if status != game.status else "")
@@ -557,7 +606,15 @@ class Store:
         pipe = client.pipeline(transaction=False)
         self._commit(keys=keys, args=args, client=pipe)
         pipe.execute_command("WAIT", 1, self.wait_ms)
-        out, acked = pipe.execute()
+        try:
+            out, acked = pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError):
+            if is_cluster(self.r):
+                self._refresh()
+            raise
+        except (AskError, TryAgainError, ClusterDownError):  # nothing ran: ask the
+            out = self._commit(keys=keys, args=args)          # cluster client, no WAIT
+            return out, 0
         return out, int(acked)
 
     def _ahead(self, game: Game, status: str, meta: dict[str, Any] | None,
@@ -716,7 +773,7 @@ class Store:
     def hit(self, who: str, window_s: int) -> tuple[int, int]:
         """Count one request for ``who`` in the current fixed window: (count, ms left)."""
         slot = int(time.time()) // window_s
-        n, ttl = self._rate(keys=[self.keys.rate(who, slot)], args=[window_s])
+        n, ttl = self._run(self._rate, [self.keys.rate(who, slot)], [window_s])
         return int(n), int(ttl)
 
     def peek(self, who: str, window_s: int) -> tuple[int, int]:

@@ -13,6 +13,7 @@ import json
 import random
 import shutil
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -39,13 +40,29 @@ def binaries() -> tuple[str, str]:
     return str(base / "valkey-server"), str(base / "valkey-cli")
 
 
+def cluster_ports(n: int) -> list[int]:
+    """``n`` free ports whose cluster bus ports (port + 10000) are free and valid too."""
+    ports: list[int] = []
+    while len(ports) < n:
+        port = free_port()
+        if port + 10000 > 65535 or port in ports:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        ports.append(port)
+    return ports
+
+
 class Cluster:
     """Six local nodes made into a cluster: node i replicates node i - 3."""
 
     def __init__(self, root: Path) -> None:
         self.server, self.cli = binaries()
         self.root = root
-        self.ports = [free_port() for _ in range(6)]
+        self.ports = cluster_ports(6)
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
 
     def start(self) -> None:
