@@ -61,8 +61,19 @@ if _HiredisParser is not None:
             return super().can_read(timeout)
 
     PARSER: dict[str, Any] = {"parser_class": FastCheckParser}
+
+    class FastCheckConnection(redis.Connection):
+        """A connection with ``FastCheckParser``: the cluster client builds its nodes'
+        connections from a class, not from a ``parser_class`` argument."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            kwargs.setdefault("parser_class", FastCheckParser)
+            super().__init__(**kwargs)
+
+    CLUSTER_PARSER: dict[str, Any] = {"connection_class": FastCheckConnection}
 else:  # pragma: no cover
     PARSER = {}
+    CLUSTER_PARSER = {}
 
 
 # How long a request waits for Redis before it answers 503 service-unavailable (with
@@ -125,7 +136,7 @@ def connect(url: str, timeout: float = COMMAND_TIMEOUT_S,
             socket_connect_timeout=timeout,
             socket_timeout=timeout,
             **sizing,
-            **PARSER,
+            **CLUSTER_PARSER,
         )
     return redis.Redis.from_url(
         url,
