@@ -1,6 +1,10 @@
-"""Everything the service keeps, in Redis, under one key prefix.
+"""Everything the service keeps, in Redis, under one key prefix: ``Store``, the typed
+access to it. The key names, and the invariants that hold between them on a single
+Redis and on a Redis/Valkey Cluster, are in ``service.storage.keys``; the Lua scripts in
+``service.storage.scripts``; the game as read and the per-process game cache in
+``service.storage.cache``.
 
-Per game, one hash ``{p}game:{id}``:
+Per game, one hash (``Keys.game``):
 
 - ``state``   the engine's ``State.to_dict()`` as JSON (the position after the last action)
 - ``meta``    JSON: players, seed, variants, seats (bot ids or null), created, creator
@@ -9,47 +13,42 @@ Per game, one hash ``{p}game:{id}``:
 - ``log``     the actions, one character each (``chr(48 + action)``)
 - ``deadline`` (only while a move limit runs) unix seconds by which the seat in turn must act
 - ``updated`` unix seconds when this version was committed (the committing service's clock)
+- cluster layout only: ``seq`` (its score in the status indexes), ``turn`` (the bot in turn)
 
-Move deadlines: ``{p}deadlines`` is a sorted set, score = deadline (unix seconds, the
-service's clock), member = ``{game id}:{version}``. ``COMMIT`` removes the member of the
-version it replaces and adds the new version's deadline in the same script, so the set
-always holds at most one live entry per game and a move made in time voids the old one.
-``CLAIM`` hands due entries to a sweeper (``service.arena.deadlines``).
+Move deadlines: ``Keys.deadlines`` is a sorted set, score = deadline (unix seconds, the
+service's clock), member = ``{game id}:{version}``: at most one live entry per game (its
+current version's); ``CLAIM`` hands due entries to a sweeper (``service.arena.deadlines``),
+which drops an entry whose version is no longer current (its timeout is void).
 
 Events are not stored: a game is (players, seed, variants, log), so events are recomputed
 by replaying, which keeps a game to a few hundred bytes.
 
-Retry memory (``Idempotency-Key``), one hash per game, ``{p}game:{id}:idem``: field = bot
-id, value = that bot's latest keyed action in the game, ``{len}:{key}|{body hash}|{ply}|
+Retry memory (``Idempotency-Key``), one hash per game, ``Keys.retry``: field = bot id,
+value = that bot's latest keyed action in the game, ``{len}:{key}|{body hash}|{ply}|
 {seat}|{deadline}|{updated}|{version}`` (``retry_tag``, ``retry_record``). A key's scope is
 (bot, game): the same key in another game is another request; in the same game with
-another body (or version, or If-Match), 422. ``COMMIT`` reads and writes it with the game,
-so a retry and its twin never both apply. A bot's next keyed action replaces its record (a
-bot retries its latest action, not older ones): at most one record per bot and game. No
+another body (or version, or If-Match), 422. The commit script reads and writes it with
+the game (same slot: the game's hash tag), so a retry and its twin never both apply. A
+bot's next keyed action replaces its record: at most one record per bot and game. No
 expiry while the game is live; the commit that finishes the game gives it
 ``ARENA_RETRY_GRACE`` seconds (default 600); after that a retry of the game's last move is
-answered from the game itself (``Arena._last_move_answer``). Memory follows the live
-games, not the history. (Issue 13's cluster layout will give this key the game's hash tag
-with the game's other keys.)
+answered from the game itself (``Arena._last_move_answer``).
 
-Shared keys: ``{p}games:all`` and ``{p}games:{status}`` (sorted sets, score = creation
-sequence, for listing); ``{p}games:seq``; ``{p}bot:{id}`` (hash: name, created);
-``{p}token:{sha256}`` → bot id; ``{p}bot:{id}:turns`` (set of games where it is that bot's
-turn); ``{p}rl:{who}:{window}`` (rate
-counters). One channel per game, ``{p}game:{id}:changed``, carries
-``{version}:{seat in turn}:{bot}`` (the seat empty when nobody is to act; the bot when
-the game has just become that bot's turn, i.e. joined its turn set, else empty),
+One channel per game, ``Keys.channel``, carries ``{version}:{seat in turn}:{bot}`` (the
+seat empty when nobody is to act; the bot when the game has just become that bot's turn),
 followed, when the change wrote a new state and left the meta as it was, by
 ``:{status}:{deadline or ''}:{updated}:{state json}`` — everything of the new version but
 the meta and the log, so a waiter that knows the meta answers without reading
-(``service.storage.wakeups.game_message``). Each process hears every game channel through one
-listener (``service.storage.wakeups``), which also wakes the bots waiting for a turn in any game
-(``GET /bots/me/turns``): one message per change reaches each process, not one per game
-and another per bot.
+(``service.storage.wakeups.game_message``). On a single Redis it is PUBLISHed and each
+process hears every game through one pattern subscription; in a cluster it is a sharded
+channel (SPUBLISH by the game's shard) that a process subscribes to while it has waiters
+(``service.storage.wakeups.ShardedWakeups``).
 
-Every change to a game goes through ``COMMIT`` (a Lua script): it checks the version the
-caller read is still current, then writes, bumps the version, moves indexes, records the
-retry and publishes — all or nothing, so concurrent writers never both apply.
+Every change to a game goes through one commit script: it checks the version the caller
+read is still current, then writes, bumps the version, records the retry and publishes —
+all or nothing, so concurrent writers never both apply. On a single Redis the same script
+also moves every index; in a cluster the store moves them in steps around it
+(``service.storage.keys``).
 """
 
 from __future__ import annotations
