@@ -446,10 +446,7 @@ class ShardedWakeups(Wakeups):
     def live_generation(self, channel: str | None = None) -> int | None:
         if self._pid != os.getpid() or channel is None:
             return None
-        for shard in list(self._shards.values()):
-            if channel in shard.channels and not shard.broken:
-                return self._generation
-        return None
+        return self._generation if self._heard_here(channel) else None
 
     def _ensure(self) -> int:
         if self._pid != os.getpid():
@@ -462,13 +459,21 @@ class ShardedWakeups(Wakeups):
             self._waiters.setdefault(w.channel, set()).add(w)
             self._count += 1
             self._idle.pop(w.channel, None)
-        try:
-            self._subscribe([w.channel])
-        except BaseException:
-            self._unregister(w)
-            raise
-        self._sweep_idle()
+        if not self._heard_here(w.channel):  # the common case: subscribed already
+            try:
+                self._subscribe([w.channel])
+            except BaseException:
+                self._unregister(w)
+                raise
+        if self._idle:
+            self._sweep_idle()
         return generation
+
+    def _heard_here(self, channel: str) -> bool:
+        for shard in tuple(self._shards.values()):  # (another thread may add one)
+            if channel in shard.channels and not shard.broken:
+                return True
+        return False
 
     def _unregister(self, w: Waiter) -> None:
         super()._unregister(w)
