@@ -18,11 +18,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the repository, not bench/ (its http.py would shadow the standard library's http)
+sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from service.arena.games import Arena
-from service.storage.redis_client import connect
-from service.storage.store import Store
+from service.arena.games import Arena  # noqa: E402
+from service.storage.redis_client import connect  # noqa: E402
+from service.storage.store import Store  # noqa: E402
 
 
 def measure(url: str, games: int, durability: str) -> dict[str, object]:
