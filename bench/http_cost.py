@@ -101,13 +101,20 @@ def main() -> None:
     parser.add_argument("--floor", type=int, default=400, help="GET /readyz requests")
     parser.add_argument("--keys", action="store_true",
                         help="every action carries an Idempotency-Key")
+    parser.add_argument("--redis-url", default="",
+                        help="use this Redis (a cluster node: the cluster) instead of "
+                             "starting one; keys under a prefix of this run's own")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="arena-cost-") as tmp:
-        redis_proc, redis_port = start_redis(Path(tmp))
+        if args.redis_url:
+            redis_proc, url = None, args.redis_url
+        else:
+            redis_proc, redis_port = start_redis(Path(tmp))
+            url = f"redis://{HOST}:{redis_port}/0"
         port = free_port()
         out = Path(tmp) / "callgrind.out"
-        env = {**os.environ, "REDIS_URL": f"redis://{HOST}:{redis_port}/0",
-               "ARENA_KEY_PREFIX": "cost:", "ARENA_RATE_LIMIT": str(10**9),
+        env = {**os.environ, "REDIS_URL": url,
+               "ARENA_KEY_PREFIX": f"cost{os.getpid()}:", "ARENA_RATE_LIMIT": str(10**9),
                "ARENA_LOG_LEVEL": "warning", "ARENA_SWEEPER": "0"}
         # sys.executable is the interpreter itself (not a launcher script valgrind would
         # trace instead); gunicorn's heartbeat timeout is raised for valgrind's pace
@@ -149,11 +156,13 @@ def main() -> None:
             floor, _ = instructions(out, pid, seen)
         finally:
             stop(gunicorn, 60)
-            stop(redis_proc)
+            if redis_proc is not None:
+                stop(redis_proc)
     per_action = per_game / max(1, actions)
     per_floor = floor / max(1, args.floor)
     print(json.dumps({
         "bench": "http_cost", "games": args.games, "actions": actions, "keys": args.keys,
+        "redis": "given" if args.redis_url else "own",
         "instructions_per_action": round(per_action),
         "instructions_per_floor_request": round(per_floor),
         "cost_ratio": round(per_floor / per_action, 3),

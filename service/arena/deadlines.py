@@ -46,6 +46,10 @@ log = logging.getLogger(__name__)
 
 SWEEP_S = 0.2  # how often due deadlines are looked for: a timeout fires within this late
 REPAIR_S = 2.0  # how often open tournaments are re-checked
+# How often a cluster's cross-game indexes are rebuilt from the per-game truth (only a
+# process killed between a commit's steps leaves them off, and readers repair what they
+# read meanwhile): a pass reads every live game, so not every repair pass.
+RECONCILE_S = 30.0
 LEASE_S = 10.0  # a claimed entry is retried by any sweeper after this long
 
 
@@ -70,6 +74,7 @@ class Sweeper:
         self.repair_s = repair_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._next_reconcile = 0.0
 
     def sweep_once(self, now: float | None = None) -> int:
         """Claim the due deadlines and apply their default actions; how many applied."""
@@ -90,6 +95,11 @@ class Sweeper:
         return applied
 
     def repair_once(self) -> None:
+        # in a cluster: the cross-game indexes from the per-game truth (a process killed
+        # between a commit's steps left an extra entry; service.storage.keys)
+        if self.arena.store.cluster and time.monotonic() >= self._next_reconcile:
+            self._next_reconcile = time.monotonic() + RECONCILE_S
+            self.arena.store.reconcile()
         if self.tournaments is not None:
             self.tournaments.advance_all()
 

@@ -54,7 +54,14 @@ from service.engine.record import record_from_events
 from service.http.problems import Problem
 from service.jsonio import dumps
 from service.storage.store import Game, Store, commit_time
-from service.storage.wakeups import SKIP, GameMessage, Wakeups, game_message, glob_escape
+from service.storage.wakeups import (
+    SKIP,
+    GameMessage,
+    ShardedWakeups,
+    Wakeups,
+    game_message,
+    glob_escape,
+)
 
 log = logging.getLogger(__name__)
 
@@ -136,9 +143,11 @@ class Arena(Waiting):
         self.person_move_limit = PERSON_MOVE_LIMIT_S
         # One pub/sub listener per process for every long-poll, stream and waiting action.
         prefix = glob_escape(store.p)
-        self.wakeups = Wakeups(store.r, [f"{prefix}game:*:changed"])
+        hub = ShardedWakeups if store.publish == "SPUBLISH" else Wakeups
+        self.wakeups = hub(store.r, [f"{prefix}game:*:changed"])
         self.wakeups.on_message = self._heard
-        self._game_channel = (f"{store.p}game:", ":changed")
+        head, _, tail = store.game_channel("\0").partition("\0")
+        self._game_channel = (head, tail)
         # game id -> the newest version this process handed to its own waiters when it
         # committed it (``_tell_local_waiters``), until the listener hears Redis echo it.
         self._told: dict[str, int] = {}
@@ -234,7 +243,7 @@ class Arena(Waiting):
             return False
         if (status or game.status) != FINISHED:
             return True
-        return bool(self.store.r.sismember(embargo_key(self.store.p), deal))
+        return bool(self.store.r.sismember(embargo_key(self.store.tours_prefix), deal))
 
     def _spectating(self, game: Game, viewer: int | None) -> None:
         """Refuse a viewer without a seat here (a spectator) an embargoed game."""
@@ -334,7 +343,7 @@ class Arena(Waiting):
                  if g.meta.get("embargo") and g.status == FINISHED]
         open_deals = set()
         if deals:
-            found = self.store.r.smismember(embargo_key(self.store.p), deals)
+            found = self.store.r.smismember(embargo_key(self.store.tours_prefix), deals)
             open_deals = {d for d, inside in zip(deals, found) if inside}
         for g, item in zip(games, items):
             deal = g.meta.get("embargo")
@@ -476,7 +485,7 @@ class Arena(Waiting):
             {**body, "if_match": if_match}
         ).encode()).hexdigest()[:32]
         idem_key = idem or ""  # scoped to (bot, game): the record is the game's, by bot
-        generation = self.wakeups.live_generation()
+        generation = self.wakeups.live_generation(self.store.game_channel(game_id))
         cached = self.store.games.get(game_id, generation)
         for _ in range(CAS_ATTEMPTS):
             if cached is not None:

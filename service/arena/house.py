@@ -76,7 +76,9 @@ def ensure_accounts(store: Store) -> dict[tuple[str, str], tuple[str, str]]:
             bot_id = raw.decode()
             token = secrets.token_urlsafe(32)
             old = store.r.hget(key, f"{field}:token")
-            pipe = store.r.pipeline(transaction=True)
+            # one MULTI on a single Redis; in a cluster (three slots) the same three steps
+            # in this order: a crash between them leaves at worst a token nobody holds
+            pipe = store.r.pipeline(transaction=not store.cluster)
             pipe.set(f"{store.p}token:{token_hash(token)}", bot_id)
             pipe.hset(key, f"{field}:token", token_hash(token))
             if old:

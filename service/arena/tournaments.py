@@ -552,7 +552,9 @@ class Tournaments:
         self.arena = arena
         self.store = arena.store
         self.r: redis.Redis = arena.store.r
-        self.p = arena.store.p
+        # the tournaments' keys, the leaderboard's and the embargo set's: one hash tag in
+        # a cluster, so their WATCH/MULTI is one slot (service.storage.keys)
+        self.p = arena.store.tours_prefix
         arena.on_finish.append(self._game_finished)
 
     def key(self, tid: str) -> str:

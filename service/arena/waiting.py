@@ -231,8 +231,12 @@ class Waiting:
         decides would be answered at once, over and over, and could only slow down — and
         then miss a new game's first turn (issue 16)."""
 
-        def turns() -> list[str]:
-            return [g for g in self.store.bot_turns(bot_id) if g not in playing]
+        def turns(waiter: Any = None) -> list[str]:
+            live: list[str] = []
+            games = [g for g in self.store.bot_turns(bot_id, live) if g not in playing]
+            if waiter is not None and live:  # sharded channels: hear the bot's games
+                waiter.follow([self.store.game_channel(g) for g in live])
+            return games
 
         if timeout <= 0:
             games = turns()
@@ -241,13 +245,13 @@ class Waiting:
         metrics.LIVE.polls += 1
         try:
             with self.wakeups.waiter(self.store.bot_turn_channel(bot_id)) as waiter:
-                games = turns()
+                games = turns(waiter)
                 while not games:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return {"timed_out": True, "games": []}
                     if waiter.wait(left):
-                        games = turns()
+                        games = turns(waiter)
                     if self.wakeups.closing and not games:  # shutting down: answer now
                         return {"timed_out": True, "games": []}
                 return {"timed_out": False, "games": games}

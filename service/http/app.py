@@ -37,6 +37,8 @@ from service.storage.store import RETRY_GRACE_S, Store, pending_hit
 
 DEFAULTS: dict[str, Any] = {
     "REDIS_URL": "redis://127.0.0.1:6379/0",
+    # auto: a Redis/Valkey Cluster node is used as a cluster; single or cluster: forced
+    "ARENA_REDIS_MODE": "auto",
     "ARENA_KEY_PREFIX": "af:",
     "ARENA_ADMIN_TOKEN": None,  # creating tournaments needs it; unset: nobody may
     # requests per window per bot (or per address without a token), failed
@@ -91,16 +93,19 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.update(config or {})
 
     redis_timeout = float(app.config["ARENA_REDIS_TIMEOUT"])
+    # single Redis or cluster, asked once (redis_client.mode_of)
+    mode = redis_client.mode_of(app.config["REDIS_URL"], app.config["ARENA_REDIS_MODE"],
+                                redis_timeout)
     client = redis_client.connect(
         app.config["REDIS_URL"], redis_timeout,
-        redis_client.pool_size(int(app.config["ARENA_WORKER_CONNECTIONS"])))
+        redis_client.pool_size(int(app.config["ARENA_WORKER_CONNECTIONS"])), mode)
     store = Store(client, app.config["ARENA_KEY_PREFIX"], int(app.config["ARENA_RETRY_GRACE"]))
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
     arena.person_move_limit = float(app.config["ARENA_PERSON_MOVE_LIMIT"])
     arena.write_timeout_s = float(app.config["ARENA_SSE_WRITE_TIMEOUT"])
     arena.send_buffer = int(app.config["ARENA_SSE_SEND_BUFFER"])
     # the pub/sub listener: a connection of its own (see redis_client.listener)
-    arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout)
+    arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout, mode)
     arena.wakeups.confirm_s = redis_timeout
     app.extensions["tournaments"] = Tournaments(arena)
     app.extensions["ladders"] = Ladders(arena, app.config)

@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import Flask, Response, request
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
@@ -157,7 +157,8 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def _internal(exc: Exception) -> Response:
-        if isinstance(exc, RedisError):
+        if isinstance(exc, (RedisError, RedisClusterException)):  # e.g. a slot not covered
+                                                                   # while a replica is promoted
             log.warning("redis error: %s", exc)
             REDIS_ERRORS.labels("request").inc()
             return problem_response(

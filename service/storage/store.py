@@ -1,6 +1,10 @@
-"""Everything the service keeps, in Redis, under one key prefix.
+"""Everything the service keeps, in Redis, under one key prefix: ``Store``, the typed
+access to it. The key names, and the invariants that hold between them on a single
+Redis and on a Redis/Valkey Cluster, are in ``service.storage.keys``; the Lua scripts in
+``service.storage.scripts``; the game as read and the per-process game cache in
+``service.storage.cache``.
 
-Per game, one hash ``{p}game:{id}``:
+Per game, one hash (``Keys.game``):
 
 - ``state``   the engine's ``State.to_dict()`` as JSON (the position after the last action)
 - ``meta``    JSON: players, seed, variants, seats (bot ids or null), created, creator
@@ -9,203 +13,85 @@ Per game, one hash ``{p}game:{id}``:
 - ``log``     the actions, one character each (``chr(48 + action)``)
 - ``deadline`` (only while a move limit runs) unix seconds by which the seat in turn must act
 - ``updated`` unix seconds when this version was committed (the committing service's clock)
+- cluster layout only: ``seq`` (its score in the status indexes), ``turn`` (the bot in turn)
 
-Move deadlines: ``{p}deadlines`` is a sorted set, score = deadline (unix seconds, the
-service's clock), member = ``{game id}:{version}``. ``COMMIT`` removes the member of the
-version it replaces and adds the new version's deadline in the same script, so the set
-always holds at most one live entry per game and a move made in time voids the old one.
-``CLAIM`` hands due entries to a sweeper (``service.arena.deadlines``).
+Move deadlines: ``Keys.deadlines`` is a sorted set, score = deadline (unix seconds, the
+service's clock), member = ``{game id}:{version}``: at most one live entry per game (its
+current version's); ``CLAIM`` hands due entries to a sweeper (``service.arena.deadlines``),
+which drops an entry whose version is no longer current (its timeout is void).
 
 Events are not stored: a game is (players, seed, variants, log), so events are recomputed
 by replaying, which keeps a game to a few hundred bytes.
 
-Retry memory (``Idempotency-Key``), one hash per game, ``{p}game:{id}:idem``: field = bot
-id, value = that bot's latest keyed action in the game, ``{len}:{key}|{body hash}|{ply}|
+Retry memory (``Idempotency-Key``), one hash per game, ``Keys.retry``: field = bot id,
+value = that bot's latest keyed action in the game, ``{len}:{key}|{body hash}|{ply}|
 {seat}|{deadline}|{updated}|{version}`` (``retry_tag``, ``retry_record``). A key's scope is
 (bot, game): the same key in another game is another request; in the same game with
-another body (or version, or If-Match), 422. ``COMMIT`` reads and writes it with the game,
-so a retry and its twin never both apply. A bot's next keyed action replaces its record (a
-bot retries its latest action, not older ones): at most one record per bot and game. No
+another body (or version, or If-Match), 422. The commit script reads and writes it with
+the game (same slot: the game's hash tag), so a retry and its twin never both apply. A
+bot's next keyed action replaces its record: at most one record per bot and game. No
 expiry while the game is live; the commit that finishes the game gives it
 ``ARENA_RETRY_GRACE`` seconds (default 600); after that a retry of the game's last move is
-answered from the game itself (``Arena._last_move_answer``). Memory follows the live
-games, not the history. (Issue 13's cluster layout will give this key the game's hash tag
-with the game's other keys.)
+answered from the game itself (``Arena._last_move_answer``).
 
-Shared keys: ``{p}games:all`` and ``{p}games:{status}`` (sorted sets, score = creation
-sequence, for listing); ``{p}games:seq``; ``{p}bot:{id}`` (hash: name, created);
-``{p}token:{sha256}`` → bot id; ``{p}bot:{id}:turns`` (set of games where it is that bot's
-turn); ``{p}rl:{who}:{window}`` (rate
-counters). One channel per game, ``{p}game:{id}:changed``, carries
-``{version}:{seat in turn}:{bot}`` (the seat empty when nobody is to act; the bot when
-the game has just become that bot's turn, i.e. joined its turn set, else empty),
+One channel per game, ``Keys.channel``, carries ``{version}:{seat in turn}:{bot}`` (the
+seat empty when nobody is to act; the bot when the game has just become that bot's turn),
 followed, when the change wrote a new state and left the meta as it was, by
 ``:{status}:{deadline or ''}:{updated}:{state json}`` — everything of the new version but
 the meta and the log, so a waiter that knows the meta answers without reading
-(``service.storage.wakeups.game_message``). Each process hears every game channel through one
-listener (``service.storage.wakeups``), which also wakes the bots waiting for a turn in any game
-(``GET /bots/me/turns``): one message per change reaches each process, not one per game
-and another per bot.
+(``service.storage.wakeups.game_message``). On a single Redis it is PUBLISHed and each
+process hears every game through one pattern subscription; in a cluster it is a sharded
+channel (SPUBLISH by the game's shard) that a process subscribes to while it has waiters
+(``service.storage.wakeups.ShardedWakeups``).
 
-Every change to a game goes through ``COMMIT`` (a Lua script): it checks the version the
-caller read is still current, then writes, bumps the version, moves indexes, records the
-retry and publishes — all or nothing, so concurrent writers never both apply.
+Every change to a game goes through one commit script: it checks the version the caller
+read is still current, then writes, bumps the version, records the retry and publishes —
+all or nothing, so concurrent writers never both apply. On a single Redis the same script
+also moves every index; in a cluster the store moves them in steps around it
+(``service.storage.keys``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import AskError, ClusterDownError, RedisClusterException, TryAgainError
 
 from service import jsonio
-from service.engine import State, Variants
+from service.engine import State
+from service.storage.cache import GAME_CACHE_MAX, Game, GameCache
+from service.storage.keys import STATUS_ORDER, Keys
+from service.storage.scripts import (
+    AUTH,
+    CLAIM,
+    COMMIT,
+    COMMIT_CLUSTER,
+    CREATE_CLUSTER,
+    RATE,
+    READ,
+    READ_CLUSTER,
+)
+
+__all__ = ["GAME_CACHE_MAX", "Game", "GameCache", "PendingHit", "Store", "pending_hit"]
+
+# The exit status of a process stopped at its ``ARENA_FAILPOINT``.
+FAILPOINT_EXIT = 86
 
 # Seconds the retry memory of a finished game is kept (``ARENA_RETRY_GRACE``): longer than
 # any client's retries (``clients.api.RetryPolicy`` gives up within about a minute) and
 # than a Redis restart, short enough that finished games cost nothing after it.
 RETRY_GRACE_S = 600
-
-# KEYS[1] game hash, KEYS[2] the game's retry memory (``{p}game:{id}:idem``), KEYS[3]
-# index prefix, KEYS[4] bot-turns key prefix, KEYS[5] channel, KEYS[6] deadlines sorted set.
-# ARGV: expected version, state json ('' keep), meta json ('' keep), action char ('' none),
-# new status, retry record ('' none: the record without its tag and version), the
-# memory's grace seconds once the game is finished, old turn bot, new turn bot, game id,
-# new deadline ('' none), seat in turn after the change ('' none or not said).
-# KEYS[7] rate counter ('' none), ARGV[13] its window seconds, ARGV[14] its limit.
-# ARGV[15] '1' when the game may have a deadline to move (it has a move limit): a game
-# without one touches neither the deadlines set nor the hash's deadline field. The turn
-# sets change (and the message names the new bot) only when the bot in turn changes.
-# ARGV[16] the commit's time (unix seconds), kept as the hash's ``updated``.
-# ARGV[17] the acting bot (its field in the memory), ARGV[18] the key's tag (``{len}:{key}|``,
-# '' no key): a record of this bot that starts with the tag is a retry, answered from it.
-# Returns {1, new_version} | {0, current_version} | {2, stored retry record}
-# | {3, count, ttl_ms} (the rate limit is exceeded: nothing written).
-COMMIT = """
-if KEYS[7] and KEYS[7] ~= '' then
-  local n = redis.call('INCR', KEYS[7])
-  if n == 1 then redis.call('PEXPIRE', KEYS[7], tonumber(ARGV[13]) * 1000) end
-  if n > tonumber(ARGV[14]) then return {3, n, redis.call('PTTL', KEYS[7])} end
-end
-local v = redis.call('HGET', KEYS[1], 'version')
-if not v then return {-1, 0} end
-if ARGV[18] ~= '' then
-  local seen = redis.call('HGET', KEYS[2], ARGV[17])
-  if seen and string.sub(seen, 1, #ARGV[18]) == ARGV[18] then return {2, seen} end
-end
-if v ~= ARGV[1] then return {0, tonumber(v)} end
-local nv = tonumber(v) + 1
-local fields = {'version', nv, 'updated', ARGV[16]}
-if ARGV[2] ~= '' then fields[#fields + 1] = 'state'; fields[#fields + 1] = ARGV[2] end
-if ARGV[3] ~= '' then fields[#fields + 1] = 'meta'; fields[#fields + 1] = ARGV[3] end
-if ARGV[4] ~= '' then
-  fields[#fields + 1] = 'log'
-  fields[#fields + 1] = (redis.call('HGET', KEYS[1], 'log') or '') .. ARGV[4]
-end
-local old = redis.call('HGET', KEYS[1], 'status')
-if old ~= ARGV[5] then
-  local score = redis.call('ZSCORE', KEYS[3] .. 'all', ARGV[10])
-  redis.call('ZREM', KEYS[3] .. old, ARGV[10])
-  if score then redis.call('ZADD', KEYS[3] .. ARGV[5], score, ARGV[10]) end
-  fields[#fields + 1] = 'status'
-  fields[#fields + 1] = ARGV[5]
-end
-if ARGV[11] ~= '' then
-  fields[#fields + 1] = 'deadline'
-  fields[#fields + 1] = ARGV[11]
-end
-redis.call('HSET', KEYS[1], unpack(fields))
-if ARGV[15] ~= '' then
-  redis.call('ZREM', KEYS[6], ARGV[10] .. ':' .. v)
-  if ARGV[11] ~= '' then
-    redis.call('ZADD', KEYS[6], ARGV[11], ARGV[10] .. ':' .. nv)
-  else
-    redis.call('HDEL', KEYS[1], 'deadline')
-  end
-end
-if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[2], ARGV[17], ARGV[18] .. ARGV[6] .. '|' .. nv)
-end
-if old ~= ARGV[5] and ARGV[5] == 'finished' then
-  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[7]))
-end
-local new_turn = ''
-if ARGV[8] ~= ARGV[9] then
-  if ARGV[8] ~= '' then redis.call('SREM', KEYS[4] .. ARGV[8] .. ':turns', ARGV[10]) end
-  if ARGV[9] ~= '' then
-    redis.call('SADD', KEYS[4] .. ARGV[9] .. ':turns', ARGV[10])
-    new_turn = ARGV[9]
-  end
-end
-local msg = nv .. ':' .. (ARGV[12] or '') .. ':' .. new_turn
-if ARGV[2] ~= '' and ARGV[3] == '' then
-  msg = msg .. ':' .. ARGV[5] .. ':' .. ARGV[11] .. ':' .. ARGV[16] .. ':' .. ARGV[2]
-end
-redis.call('PUBLISH', KEYS[5], msg)
-return {1, nv}
-"""
-
-# KEYS[1] deadlines. ARGV: now, lease-until, max entries. Due entries (score <= now) are
-# pushed to lease-until and returned: one sweeper gets each; if it dies before acting,
-# the entry falls due again when the lease ends and another sweeper takes it.
-CLAIM = """
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, m in ipairs(due) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], m) end
-return due
-"""
-
-# KEYS[1] counter. ARGV[1] window seconds. Returns {count, ttl_ms}.
-RATE = """
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 1000) end
-return {n, redis.call('PTTL', KEYS[1])}
-"""
-
-
-# KEYS[1] the token's key, KEYS[2] the client address's failure counter. ARGV[1] the
-# failure limit (0: none), ARGV[2] its window seconds. Returns {1, bot id} | {0, failures}
-# (unknown: counted) | {2, ttl_ms} (the address is over its limit: not looked up).
-# Only the address's counter is ever written, never anything per guessed token.
-AUTH = """
-if ARGV[1] ~= '0' then
-  local n = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if n >= tonumber(ARGV[1]) then return {2, redis.call('PTTL', KEYS[2])} end
-end
-local bot = redis.call('GET', KEYS[1])
-if bot then return {1, bot} end
-if ARGV[1] == '0' then return {0, 0} end
-local n = redis.call('INCR', KEYS[2])
-if n == 1 then redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]) * 1000) end
-return {0, n}
-"""
-
-
-# KEYS[1] rate counter ('' none), KEYS[2] game hash, KEYS[3] the game's retry memory ('' none).
-# ARGV[1] rate window seconds, ARGV[2] the bot whose record to read. One round trip for
-# what a hot request reads first:
-# returns {count, ttl_ms, the bot's retry record or '', the hash's fields and values...}.
-READ = """
-local n, ttl = 0, 0
-if KEYS[1] ~= '' then
-  n = redis.call('INCR', KEYS[1])
-  if n == 1 then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 1000) end
-  ttl = redis.call('PTTL', KEYS[1])
-end
-local out = {n, ttl, ''}
-if KEYS[3] ~= '' then out[3] = redis.call('HGET', KEYS[3], ARGV[2]) or '' end
-local h = redis.call('HGETALL', KEYS[2])
-for i = 1, #h do out[#out + 1] = h[i] end
-return out
-"""
-
 
 @dataclass
 class PendingHit:
@@ -221,7 +107,6 @@ class PendingHit:
 
 pending_hit: ContextVar[PendingHit | None] = ContextVar("pending_hit", default=None)
 TOKEN_CACHE_MAX = 10_000
-GAME_CACHE_MAX = 4096
 
 
 def token_hash(token: str) -> str:
@@ -229,184 +114,142 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-@dataclass
-class Game:
-    """One game as read from Redis (the hash, decoded)."""
+class Store:
+    """Thin typed access to the keys of ``service.storage.keys``; no game rules here.
 
-    id: str
-    version: int
-    status: str
-    meta: dict[str, Any]
-    state_json: str
-    log: str
-    deadline: float | None = None
-    # When this version was committed (unix seconds, the committing service's clock);
-    # None for a game written before the service kept it.
-    updated: float | None = None
-    # The decoded state, once someone asked (states are copy-on-write: never changed in
-    # place, so one decoded copy serves every request that shares this Game).
-    _state: State | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def state(self) -> State:
-        state = self._state
-        if state is None:
-            state = self._state = State.from_dict(jsonio.loads(self.state_json))
-        return state
-
-    @property
-    def actions(self) -> list[int]:
-        return [ord(ch) - 48 for ch in self.log]
-
-    @property
-    def players(self) -> int:
-        return int(self.meta["players"])
-
-    @property
-    def seats(self) -> list[str | None]:
-        return self.meta["seats"]
-
-    @property
-    def variants(self) -> Variants:
-        return Variants.from_dict(self.meta.get("variants") or {})
-
-
-class GameCache:
-    """The last known version of recently used games, per process: a guess that saves
-    the read before an action, never a source of truth.
-
-    An action taken on a cached game commits with a compare-and-set on its version, so a
-    stale entry costs a retry (a fresh read), never a wrong state. Entries are filled by
-    this process's reads and commits and moved on by the game-channel messages its
-    listener hears (``heard``): a message one version ahead that carries the state
-    replaces the entry; any other newer message drops it. An entry is used only while
-    the listener that was live when it was stored still runs (``generation``): with no
-    listener, or after a reconnect, messages may have been missed.
+    ``cluster``: the cluster layout (hash tags, one-slot scripts, the indexes moved in
+    steps around the commit); None: whether ``client`` is a ``RedisCluster``. The layout
+    works on a single Redis too (tests use it there to kill a process between the steps).
     """
 
-    def __init__(self, size: int = GAME_CACHE_MAX) -> None:
-        self.size = size
-        self._lock = threading.Lock()
-        self._games: OrderedDict[str, tuple[Game, int]] = OrderedDict()
-
-    def get(self, game_id: str, generation: int | None) -> Game | None:
-        if generation is None:
-            return None
-        with self._lock:
-            entry = self._games.get(game_id)
-            if entry is None or entry[1] != generation:
-                return None
-            self._games.move_to_end(game_id)
-            return entry[0]
-
-    def at(self, game_id: str, version: int) -> Game | None:
-        """The cached game if it is at ``version`` (a version's content never changes, so
-        no generation check is needed): lets waiters share one decoded state."""
-        entry = self._games.get(game_id)
-        if entry is None or entry[0].version != version:
-            return None
-        return entry[0]
-
-    def put(self, game: Game, generation: int | None) -> None:
-        """Keep ``game`` unless a newer version is known already."""
-        if generation is None:
-            return
-        with self._lock:
-            entry = self._games.get(game.id)
-            if entry is not None and entry[1] == generation and entry[0].version >= game.version:
-                known = entry[0]
-                if known.version == game.version and known._state is None:
-                    # the listener stored this version from its message before the commit
-                    # that made it could: keep the committer's decoded state with it
-                    known._state = game._state
-                return
-            self._games[game.id] = (game, generation)
-            self._games.move_to_end(game.id)
-            if len(self._games) > self.size:
-                self._games.popitem(last=False)
-
-    def heard(self, game_id: str, msg: Any, generation: int) -> None:
-        """A game-channel message (``service.storage.wakeups.GameMessage``, None if unreadable)."""
-        with self._lock:
-            entry = self._games.get(game_id)
-            if entry is None:
-                return
-            old, gen = entry
-            if msg is not None and msg.version <= old.version and gen == generation:
-                return
-            if (msg is None or gen != generation or msg.version != old.version + 1
-                    or msg.state_json is None):
-                del self._games[game_id]
-                return
-            self._games[game_id] = (Game(game_id, msg.version, msg.status, old.meta,
-                                         msg.state_json, None,  # type: ignore[arg-type]
-                                         msg.deadline, msg.updated),
-                                    generation)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._games.clear()
-
-
-class Store:
-    """Thin typed access to the keys above; no game rules here."""
-
     def __init__(self, client: redis.Redis, prefix: str,
-                 retry_grace_s: int = RETRY_GRACE_S) -> None:
+                 retry_grace_s: int = RETRY_GRACE_S, cluster: bool | None = None) -> None:
         self.r = client
         self.p = prefix
         self.idem_grace_s = retry_grace_s
-        self._commit = client.register_script(COMMIT)
+        self.cluster = is_cluster(client) if cluster is None else cluster
+        self.keys = Keys(prefix, self.cluster)
+        # how the commit script publishes a game's change: to the game's shard in a
+        # cluster (SPUBLISH, ``ShardedWakeups``), else to every subscriber
+        self.publish = "SPUBLISH" if self.cluster and is_cluster(client) else "PUBLISH"
         self._rate = client.register_script(RATE)
         self._claim = client.register_script(CLAIM)
-        self._read = client.register_script(READ)
-        self._auth = client.register_script(AUTH)
+        if self.cluster:
+            self._commit = client.register_script(COMMIT_CLUSTER)
+            self._read = client.register_script(READ_CLUSTER)
+            self._create = client.register_script(CREATE_CLUSTER)
+        else:
+            self._commit = client.register_script(COMMIT)
+            self._read = client.register_script(READ)
+            self._auth = client.register_script(AUTH)
+        # ARENA_FAILPOINT: the process exits (``os._exit``) at that point of a two-step
+        # update, for the tests that show the indexes heal (``service.storage.keys``).
+        # a cluster client's hot commands go straight to the node that owns the key's
+        # slot (``_on``), without the cluster client's routing per command
+        self._direct = is_cluster(client)
+        self.failpoint = os.environ.get("ARENA_FAILPOINT", "")
+        # ARENA_DURABILITY=replica: a commit is answered only once a replica has it
+        # (``WAIT 1 ARENA_DURABILITY_WAIT_MS`` on the commit's own connection), else 503
+        self.wait_ms = (int(os.environ.get("ARENA_DURABILITY_WAIT_MS", "500"))
+                        if os.environ.get("ARENA_DURABILITY", "") == "replica" else 0)
         # token -> bot id. Safe across processes: a token's bot never changes (and no
         # token is ever revoked), so a cached answer cannot go stale.
         self._tokens: dict[str, str] = {}
         self.games = GameCache()
 
+    def _on(self, key: str) -> Any:
+        """The client of the node that owns ``key``'s slot as far as the cluster client
+        knows (None: ask the cluster client). Saves its routing on the hot path (a
+        third of a command's instructions); a redirection falls back to it (``_run``)."""
+        if not self._direct:
+            return None
+        try:
+            return self.r.nodes_manager.slots_cache[key_slot(key.encode())][0].redis_connection
+        except (KeyError, IndexError, AttributeError):
+            return None
+
+    def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """``script`` on the node that owns ``keys[0]`` (see ``_on``). A MOVED, ASK,
+        TRYAGAIN or CLUSTERDOWN answer (nothing ran) goes through the cluster client,
+        which follows it and learns the new owner; a node that does not answer makes
+        the cluster client ask the others for the slots (a failover) and is a 503."""
+        client = self._on(keys[0])
+        if client is not None:
+            try:
+                return script(keys=keys, args=args, client=client)
+            except (AskError, TryAgainError, ClusterDownError):
+                pass
+            except (redis.ConnectionError, redis.TimeoutError):
+                self._refresh()
+                raise
+        return script(keys=keys, args=args)
+
+    def _refresh(self) -> None:
+        """A node did not answer a command sent to it directly: have the cluster client
+        ask the others which nodes own the slots now (a replica may have been promoted)."""
+        with contextlib.suppress(redis.RedisError, RedisClusterException):
+            self.r.nodes_manager.initialize()
+
+    def _fail(self, point: str, status: str = "") -> None:
+        """Exit here if ``ARENA_FAILPOINT`` names this point (``commit``), or this point
+        and the status a change moves the game to (``commit:finished``)."""
+        if self.failpoint and self.failpoint in (point, f"{point}:{status}"):
+            os._exit(FAILPOINT_EXIT)
+
     # --- keys --------------------------------------------------------------------------
 
     def game_key(self, game_id: str) -> str:
-        return f"{self.p}game:{game_id}"
+        return self.keys.game(game_id)
 
     def retry_key(self, game_id: str) -> str:
         """The game's retry memory (see the module docstring)."""
-        return f"{self.p}game:{game_id}:idem"
+        return self.keys.retry(game_id)
 
     def game_channel(self, game_id: str) -> str:
-        return f"{self.p}game:{game_id}:changed"
+        return self.keys.channel(game_id)
 
     def bot_turn_channel(self, bot_id: str) -> str:
         """What a bot waiting for its turn in any game waits on: a channel of the
         process's listener, fed from game-channel messages (nothing is published to it
-        in Redis)."""
-        return f"{self.p}bot:{bot_id}:turn"
+        in Redis). In a cluster with sharded channels it is also published (to the
+        bot's shard) when the bot joins a game: a turn in a game its waiter does not
+        follow yet."""
+        return f"{self.p}bot:{self.keys.tag(bot_id)}:turn"
 
     @property
     def deadlines_key(self) -> str:
-        return f"{self.p}deadlines"
+        return self.keys.deadlines
+
+    @property
+    def tours_prefix(self) -> str:
+        """The prefix of the tournaments' keys (``Keys.tours_prefix``)."""
+        return self.keys.tours_prefix
 
     # --- bots ----------------------------------------------------------------------------
 
     def create_bot(self, name: str, person: bool = False) -> tuple[dict[str, Any], str]:
         """A new bot and its token; the token is returned here once and never stored.
-        ``person``: the account is a person's (``is_person``)."""
+        ``person``: the account is a person's (``is_person``). In a cluster the bot is
+        written before its token (two slots): a crash between leaves an account nobody
+        can use, never a token without its bot."""
         bot_id = secrets.token_hex(6)
         token = secrets.token_urlsafe(32)
         created = int(time.time())
         fields_: dict[str, Any] = {"name": name, "created": created}
         if person:
             fields_["person"] = 1
-        pipe = self.r.pipeline(transaction=True)
-        pipe.hset(f"{self.p}bot:{bot_id}", mapping=fields_)
-        pipe.set(f"{self.p}token:{token_hash(token)}", bot_id)
-        pipe.execute()
+        if self.cluster:
+            self.r.hset(self.keys.bot(bot_id), mapping=fields_)
+            self.r.set(self.keys.token(token_hash(token)), bot_id)
+        else:
+            pipe = self.r.pipeline(transaction=True)
+            pipe.hset(self.keys.bot(bot_id), mapping=fields_)
+            pipe.set(self.keys.token(token_hash(token)), bot_id)
+            pipe.execute()
         return {"id": bot_id, "name": name, "created": created}, token
 
     def get_bot(self, bot_id: str) -> dict[str, Any] | None:
-        raw = self.r.hgetall(f"{self.p}bot:{bot_id}")
+        raw = self.r.hgetall(self.keys.bot(bot_id))
         if not raw:
             return None
         return {"id": bot_id, "name": raw[b"name"].decode(), "created": int(raw[b"created"])}
@@ -414,7 +257,7 @@ class Store:
     def is_person(self, bot_id: str) -> bool:
         """Whether the account was registered for a person (``POST /bots`` with
         ``person``), not a program."""
-        return bool(self.r.hexists(f"{self.p}bot:{bot_id}", "person"))
+        return bool(self.r.hexists(self.keys.bot(bot_id), "person"))
 
     def bot_names(self, bot_ids: list[str]) -> dict[str, str]:
         ids = sorted({b for b in bot_ids if b})
@@ -422,14 +265,14 @@ class Store:
             return {}
         pipe = self.r.pipeline(transaction=False)
         for b in ids:
-            pipe.hget(f"{self.p}bot:{b}", "name")
+            pipe.hget(self.keys.bot(b), "name")
         return {b: (n.decode() if n else "") for b, n in zip(ids, pipe.execute())}
 
     def bot_for_token(self, token: str) -> str | None:
         bot_id = self._tokens.get(token)
         if bot_id is not None:
             return bot_id
-        raw = self.r.get(f"{self.p}token:{token_hash(token)}")
+        raw = self.r.get(self.keys.token(token_hash(token)))
         if not raw:
             return None
         if len(self._tokens) >= TOKEN_CACHE_MAX:
@@ -442,13 +285,17 @@ class Store:
         """``bot_for_token`` for a request from ``who`` (a client address), which may fail
         ``limit`` times per ``window_s`` (0: no limit): (bot id or None, 0), or (None,
         ms until the window ends) when it is over the limit and the token was not looked
-        up. One round trip (``AUTH``), as the plain lookup; a cached token takes none."""
+        up. One round trip (``AUTH``), as the plain lookup; a cached token takes none
+        (in a cluster the token and the counter are two slots: up to three)."""
         bot_id = self._tokens.get(token)
         if bot_id is not None:
             return bot_id, 0
         slot = int(time.time()) // window_s if limit else 0
-        code, value = self._auth(keys=[f"{self.p}token:{token_hash(token)}",
-                                       f"{self.p}rl:{who}:{slot}"], args=[limit, window_s])
+        token_key, counter = self.keys.token(token_hash(token)), self.keys.rate(who, slot)
+        if self.cluster:
+            code, value = self._auth_steps(token_key, counter, limit, window_s)
+        else:
+            code, value = self._auth(keys=[token_key, counter], args=[limit, window_s])
         if int(code) == 2:
             return None, max(1, int(value))
         if int(code) != 1:
@@ -458,8 +305,48 @@ class Store:
         bot_id = self._tokens[token] = value.decode()
         return bot_id, 0
 
-    def bot_turns(self, bot_id: str) -> list[str]:
-        return sorted(m.decode() for m in self.r.smembers(f"{self.p}bot:{bot_id}:turns"))
+    def _auth_steps(self, token_key: str, counter: str, limit: int, window_s: int
+                    ) -> tuple[int, Any]:
+        """``AUTH`` in steps (cluster mode), with its answers."""
+        if limit:
+            pipe = self.r.pipeline(transaction=False)
+            pipe.get(counter)
+            pipe.pttl(counter)
+            n, ttl = pipe.execute()
+            if int(n or 0) >= limit:
+                return 2, ttl
+        bot = self.r.get(token_key)
+        if bot:
+            return 1, bot
+        if not limit:
+            return 0, 0
+        n, _ = self._rate(keys=[counter], args=[window_s])
+        return 0, n
+
+    def bot_turns(self, bot_id: str, live: list[str] | None = None) -> list[str]:
+        """Games where it is ``bot_id``'s turn. In a cluster: the bot's live games whose
+        ``turn`` is the bot (read-repair: finished or missing games leave its set), and
+        ``live`` (if given) gets the ids of those live games."""
+        if not self.cluster:
+            return sorted(m.decode() for m in self.r.smembers(self.keys.bot_turns(bot_id)))
+        key = self.keys.bot_games(bot_id)
+        ids = sorted(m.decode() for m in self.r.smembers(key))
+        if live is not None:
+            live.extend(ids)
+        if not ids:
+            return []
+        pipe = self.r.pipeline(transaction=False)
+        for gid in ids:
+            pipe.hmget(self.keys.game(gid), "turn", "status")
+        out, gone = [], []
+        for gid, (turn, status) in zip(ids, pipe.execute()):
+            if status is None or status == b"finished":
+                gone.append(gid)
+            elif turn is not None and turn.decode() == bot_id:
+                out.append(gid)
+        if gone:
+            self.r.srem(key, *gone)
+        return out
 
     # --- games ---------------------------------------------------------------------------
 
@@ -467,6 +354,8 @@ class Store:
         self, meta: dict[str, Any], state: State, status: str, turn_bot: str | None,
         deadline: float | None = None,
     ) -> Game:
+        if self.cluster:
+            return self.add_game(None, meta, state, status, turn_bot, deadline)
         pipe = self.r.pipeline(transaction=True)
         game = self.add_game(pipe, meta, state, status, turn_bot, deadline)
         pipe.execute()
@@ -478,44 +367,99 @@ class Store:
     ) -> Game:
         """Queue a new game's writes on ``pipe`` (a MULTI pipeline), so a caller can make
         the game part of a larger transaction (a tournament slot). Nothing exists until
-        the pipeline executes; an aborted transaction leaves only an unused sequence."""
-        game_id = secrets.token_hex(6)
-        seq = self.r.incr(f"{self.p}games:seq")
+        the pipeline executes; an aborted transaction leaves only an unused sequence.
+
+        In a cluster the game is another slot than the caller's transaction: it is
+        written here, at once (its indexes first, see ``service.storage.keys``), and a
+        tournament's game has its slot's id and is written only if absent, so a retried
+        or lost transaction finds the same game instead of making another."""
+        tour = meta.get("tournament")
+        if self.cluster and tour:
+            game_id = hashlib.sha256(f"{tour['id']}:{tour['slot']}".encode()).hexdigest()[:12]
+        else:
+            game_id = secrets.token_hex(6)
+        seq = self.r.incr(self.keys.seq)
         state_json = jsonio.dumps(state.to_dict())
         meta_json = jsonio.dumps(meta)
         updated = commit_time()
-        fields_ = {"state": state_json, "meta": meta_json, "status": status, "version": 1,
-                   "log": "", "updated": _stamp(updated)}
+        fields_: dict[str, Any] = {"state": state_json, "meta": meta_json, "status": status,
+                                   "version": 1, "log": "", "updated": _stamp(updated)}
         if deadline is not None:
             fields_["deadline"] = _score(deadline)
+        if self.cluster:
+            fields_["seq"] = seq
+            fields_["turn"] = turn_bot or ""
+            ahead = self.r.pipeline(transaction=False)
+            if deadline is not None:
+                ahead.zadd(self.keys.deadlines, {f"{game_id}:1": deadline})
+            ahead.zadd(self.keys.index("all"), {game_id: seq}, nx=True)
+            ahead.zadd(self.keys.index(status), {game_id: seq}, nx=True)
+            if status != "finished":
+                for bot in {b for b in meta.get("seats", []) if b}:
+                    ahead.sadd(self.keys.bot_games(bot), game_id)
+            ahead.execute()
+            self._fail("create")
+            args: list[Any] = [f"1::{turn_bot}" if turn_bot else "", self.publish]
+            for k, v in fields_.items():
+                args += [k, v]
+            if not self._create(keys=[self.keys.game(game_id), self.keys.channel(game_id)],
+                                args=args):
+                found = self._game(game_id, self.r.hgetall(self.keys.game(game_id)))
+                if found is not None:
+                    return found
+            if status != "finished":
+                self._tell_bots({b for b in meta.get("seats", []) if b})
+            return Game(game_id, 1, status, meta, state_json, "", deadline, updated, seq=seq)
+        if deadline is not None:
             pipe.zadd(self.deadlines_key, {f"{game_id}:1": deadline})
         pipe.hset(self.game_key(game_id), mapping=fields_)
-        pipe.zadd(f"{self.p}games:all", {game_id: seq})
-        pipe.zadd(f"{self.p}games:{status}", {game_id: seq})
+        pipe.zadd(self.keys.index("all"), {game_id: seq})
+        pipe.zadd(self.keys.index(status), {game_id: seq})
         if turn_bot:
-            pipe.sadd(f"{self.p}bot:{turn_bot}:turns", game_id)
+            pipe.sadd(self.keys.bot_turns(turn_bot), game_id)
             pipe.publish(self.game_channel(game_id), f"1::{turn_bot}")
         return Game(game_id, 1, status, meta, state_json, "", deadline, updated)
 
     def get_game(self, game_id: str) -> Game | None:
         if pending_hit.get() is not None:
             return self.get_game_and_idem(game_id)[0]
-        return self._game(game_id, self.r.hgetall(self.game_key(game_id)))
+        key = self.game_key(game_id)
+        node = self._on(key)
+        if node is not None:
+            try:
+                return self._game(game_id, node.hgetall(key))
+            except (AskError, TryAgainError, ClusterDownError):
+                pass
+            except (redis.ConnectionError, redis.TimeoutError):
+                self._refresh()
+                raise
+        return self._game(game_id, self.r.hgetall(key))
 
     def get_game_and_idem(self, game_id: str, bot_id: str = "", idem: str = ""
                           ) -> tuple[Game | None, str | None]:
         """The game and ``bot_id``'s retry record for the key ``idem`` (None unless it is
         that key's, see ``retry_record``) read at one instant (one Lua script): both from before
         a concurrent action, or both from after it. A pending rate-limit hit is counted
-        (and checked) in the same round trip."""
+        (and checked) in the same round trip (in a cluster: a round trip before)."""
         hit = pending_hit.get()
         rate_key, window = "", 0
         if hit is not None:
             pending_hit.set(None)
             window = hit.window_s
-            rate_key = f"{self.p}rl:{hit.who}:{int(time.time()) // window}"
-        memory = self.retry_key(game_id) if idem else ""
-        out = self._read(keys=[rate_key, self.game_key(game_id), memory], args=[window, bot_id])
+            rate_key = self.keys.rate(hit.who, int(time.time()) // window)
+        if self.cluster:
+            if hit is not None:
+                n, ttl = self._run(self._rate, [rate_key], [window])
+                hit.check(int(n), int(ttl))
+                hit = None
+            keys = [self.game_key(game_id)]
+            if idem:
+                keys.append(self.retry_key(game_id))
+            out = self._run(self._read, keys, [bot_id])
+        else:
+            memory = self.retry_key(game_id) if idem else ""
+            out = self._read(keys=[rate_key, self.game_key(game_id), memory],
+                             args=[window, bot_id])
         if hit is not None:
             hit.check(int(out[0]), int(out[1]))
         raw = dict(zip(out[3::2], out[4::2]))
@@ -533,6 +477,7 @@ class Store:
             log=raw[b"log"].decode(),
             deadline=float(raw[b"deadline"]) if b"deadline" in raw else None,
             updated=float(raw[b"updated"]) if b"updated" in raw else None,
+            seq=int(raw[b"seq"]) if b"seq" in raw else None,
         )
 
     def get_version(self, game_id: str) -> int | None:
@@ -568,26 +513,41 @@ class Store:
         (default: now), kept with the version and published with its state.
         ``idem_key``: the request's ``Idempotency-Key`` ('' none) of the bot ``idem_bot``;
         ``idem_value`` the record to keep for it if the change applies (code 2 returns
-        the record kept for the same key instead, its tag removed)."""
+        the record kept for the same key instead, its tag removed).
+        In a cluster the indexes are moved in steps around the script (see
+        ``service.storage.keys``): what the new version needs before, what the old one
+        needed after."""
         if updated is None:
             updated = commit_time()
-        keys = [
-            self.game_key(game.id),
-            self.retry_key(game.id),
-            f"{self.p}games:",
-            f"{self.p}bot:",
-            self.game_channel(game.id),
-            self.deadlines_key,
-        ]
         hit = pending_hit.get()
         window = limit = 0
+        rate_key = ""
         if hit is not None and hit.limit:  # the request's rate-limit hit, counted here
             pending_hit.set(None)
             window, limit = hit.window_s, hit.limit
-            keys.append(f"{self.p}rl:{hit.who}:{int(time.time()) // window}")
+            rate_key = self.keys.rate(hit.who, int(time.time()) // window)
         else:
             hit = None
-            keys.append("")
+        timed = bool(deadline is not None or game.deadline is not None
+                     or game.meta.get("move_limit")
+                     or (meta is not None and meta.get("move_limit")))
+        if self.cluster:
+            if hit is not None:
+                n, ttl = self._run(self._rate, [rate_key], [window])
+                if int(n) > limit:
+                    hit.check(int(n), int(ttl))  # raises
+            keys = [self.game_key(game.id), self.retry_key(game.id), self.game_channel(game.id)]
+            self._ahead(game, status, meta, deadline)
+        else:
+            keys = [
+                self.game_key(game.id),
+                self.retry_key(game.id),
+                f"{self.p}games:",
+                f"{self.p}bot:",
+                self.game_channel(game.id),
+                self.deadlines_key,
+                rate_key,
+            ]
         state_json = jsonio.dumps(state.to_dict()) if state is not None else ""
         args = [
             str(game.version),
@@ -604,15 +564,25 @@ class Store:
             str(turn_seat) if turn_seat is not None else "",
             window,
             limit,
-            "1" if (deadline is not None or game.deadline is not None
-                    or game.meta.get("move_limit")
-                    or (meta is not None and meta.get("move_limit"))) else "",
+            "1" if timed else "",
             _stamp(updated),
             idem_bot,
             retry_tag(idem_key) if idem_key else "",
         ]
-        out = self._commit(keys=keys, args=args)
+        if self.cluster:
+            args.append(self.publish)
+        acked = 1
+        if self.wait_ms:
+            out, acked = self._commit_and_wait(keys, args)
+        else:
+            out = self._run(self._commit, keys, args)
         code, value = int(out[0]), out[1]
+        if code == 1 and self.cluster:
+            self._fail("commit", status if status != game.status else "")
+            self._after(game, status, timed, meta)
+        if code == 1 and acked < 1:
+            raise redis.TimeoutError(f"no replica acknowledged the commit within "
+                                     f"{self.wait_ms} ms (ARENA_DURABILITY=replica)")
         if code == 2:
             value = retry_record(value, idem_key)
         if code == 3:
@@ -622,15 +592,86 @@ class Store:
             self.games.put(Game(game.id, int(value), status,
                                 meta if meta is not None else game.meta,
                                 state_json or game.state_json, None,  # type: ignore[arg-type]
-                                deadline, updated, state if state is not None else game._state),
+                                deadline, updated, state if state is not None else game._state,
+                                seq=game.seq),
                            cache_generation)
         return code, value
+
+    def _commit_and_wait(self, keys: list[str], args: list[Any]) -> tuple[Any, int]:
+        """The commit script and ``WAIT 1 ms`` on one connection (WAIT counts the replicas
+        that have this connection's writes): (the script's answer, replicas that have it)."""
+        client = (self.r.get_node_from_key(keys[0]).redis_connection if is_cluster(self.r)
+                  else self.r)
+        pipe = client.pipeline(transaction=False)
+        self._commit(keys=keys, args=args, client=pipe)
+        pipe.execute_command("WAIT", 1, self.wait_ms)
+        try:
+            out, acked = pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError):
+            if is_cluster(self.r):
+                self._refresh()
+            raise
+        except (AskError, TryAgainError, ClusterDownError):  # nothing ran: ask the
+            out = self._commit(keys=keys, args=args)          # cluster client, no WAIT
+            return out, 0
+        return out, int(acked)
+
+    def _ahead(self, game: Game, status: str, meta: dict[str, Any] | None,
+               deadline: float | None) -> None:
+        """Cluster mode, before the commit: what the new version needs in the indexes
+        (its status index, its deadline entry, a joining bot's set of games)."""
+        pipe: Any = None
+        if status != game.status and game.seq is not None:
+            pipe = self.r.pipeline(transaction=False)
+            pipe.zadd(self.keys.index(status), {game.id: game.seq}, nx=True)
+        if deadline is not None:
+            pipe = pipe or self.r.pipeline(transaction=False)
+            pipe.zadd(self.keys.deadlines, {f"{game.id}:{game.version + 1}": deadline})
+        if meta is not None and status != "finished":
+            joined = {b for b in meta.get("seats", []) if b} - {b for b in game.seats if b}
+            for bot in joined:
+                pipe = pipe or self.r.pipeline(transaction=False)
+                pipe.sadd(self.keys.bot_games(bot), game.id)
+        if pipe is not None:
+            pipe.execute()
+
+    def _tell_bots(self, bots: set[str]) -> None:
+        """Sharded channels: wake ``bots``' waiters for a turn in any game (they joined a
+        game they do not follow yet). Best effort: a waiter re-checks on its own too."""
+        if self.publish != "SPUBLISH" or not bots:
+            return
+        try:
+            for bot in bots:
+                self.r.spublish(self.bot_turn_channel(bot), "joined")
+        except redis.RedisError:
+            pass
+
+    def _after(self, game: Game, status: str, timed: bool,
+               meta: dict[str, Any] | None = None) -> None:
+        """Cluster mode, after the commit: what only the old version needed."""
+        if meta is not None and status != "finished":
+            self._tell_bots({b for b in meta.get("seats", []) if b}
+                            - {b for b in game.seats if b})
+        pipe: Any = None
+        if status != game.status:
+            pipe = self.r.pipeline(transaction=False)
+            pipe.zrem(self.keys.index(game.status), game.id)
+            if status == "finished":
+                for bot in {b for b in game.seats if b}:
+                    pipe.srem(self.keys.bot_games(bot), game.id)
+        if timed and game.deadline is not None:
+            pipe = pipe or self.r.pipeline(transaction=False)
+            pipe.zrem(self.keys.deadlines, f"{game.id}:{game.version}")
+        if pipe is not None:
+            pipe.execute()
 
     def list_games(
         self, status: str | None, limit: int, cursor: int | None
     ) -> tuple[list[Game], int | None]:
-        """Newest first; ``cursor`` is the creation sequence to continue below."""
-        index = f"{self.p}games:{status or 'all'}"
+        """Newest first; ``cursor`` is the creation sequence to continue below. In a
+        cluster the index is a superset of the truth: games of another status are left
+        out (and removed from it when they have moved past it for good)."""
+        index = self.keys.index(status or "all")
         hi = f"({cursor}" if cursor is not None else "+inf"
         rows = self.r.zrevrangebyscore(index, hi, "-inf", start=0, num=limit + 1, withscores=True)
         more = len(rows) > limit
@@ -638,13 +679,66 @@ class Store:
         pipe = self.r.pipeline(transaction=False)
         for gid, _ in rows:
             pipe.hgetall(self.game_key(gid.decode()))
-        games = []
+        games, stale = [], []
         for (gid, _), raw in zip(rows, pipe.execute()):
             game = self._game(gid.decode(), raw)
-            if game is not None:
-                games.append(game)
+            if game is None:
+                continue
+            if self.cluster and status and game.status != status:
+                if STATUS_ORDER.get(game.status, 0) > STATUS_ORDER.get(status, 0):
+                    stale.append(game.id)
+                continue
+            games.append(game)
+        if stale:
+            self.r.zrem(index, *stale)
         next_cursor = int(rows[-1][1]) if more and rows else None
         return games, next_cursor
+
+    def reconcile(self, game_ids: list[str] | None = None) -> int:
+        """Cluster mode: make every index agree with the per-game truth for ``game_ids``
+        (default: every game in the waiting and active indexes, which hold every live
+        game: they are supersets). Only what can never become true again is removed (a
+        game's older statuses, its older versions' deadlines, a finished game from its
+        bots' sets), so it is safe while other processes commit. Returns the number of
+        games looked at. A no-op on the single-Redis layout (its indexes are exact)."""
+        if not self.cluster:
+            return 0
+        if game_ids is None:
+            found: set[str] = set()
+            for status in ("waiting", "active"):
+                found.update(m.decode() for m in self.r.zrange(self.keys.index(status), 0, -1))
+            game_ids = sorted(found)
+        pipe = self.r.pipeline(transaction=False)
+        for gid in game_ids:
+            pipe.hmget(self.game_key(gid), "status", "seq", "version", "deadline", "meta")
+        rows = pipe.execute()
+        entries = [m.decode() for m in self.r.zrange(self.keys.deadlines, 0, -1)]
+        by_game: dict[str, list[tuple[str, int]]] = {}
+        for m in entries:
+            gid, _, version = m.partition(":")
+            by_game.setdefault(gid, []).append((m, int(version)))
+        fix = self.r.pipeline(transaction=False)
+        for gid, (status, seq, version, deadline, meta) in zip(game_ids, rows):
+            if status is None:
+                continue
+            st, v = status.decode(), int(version)
+            fix.zadd(self.keys.index("all"), {gid: int(seq)}, nx=True)
+            fix.zadd(self.keys.index(st), {gid: int(seq)}, nx=True)
+            for other, order in STATUS_ORDER.items():
+                if order < STATUS_ORDER.get(st, 0):
+                    fix.zrem(self.keys.index(other), gid)
+            for m, ver in by_game.get(gid, []):
+                if ver < v or st == "finished":
+                    fix.zrem(self.keys.deadlines, m)
+            if st == "active" and deadline is not None:
+                fix.zadd(self.keys.deadlines, {f"{gid}:{v}": float(deadline)}, nx=True)
+            for bot in {b for b in jsonio.loads(meta).get("seats", []) if b}:
+                if st == "finished":
+                    fix.srem(self.keys.bot_games(bot), gid)
+                else:
+                    fix.sadd(self.keys.bot_games(bot), gid)
+        fix.execute()
+        return len(game_ids)
 
     # --- deadlines -----------------------------------------------------------------------
 
@@ -659,25 +753,41 @@ class Store:
         return out
 
     def drop_deadline(self, game_id: str, version: int) -> None:
-        """Forget an entry whose version is no longer current (its timeout is void)."""
-        self.r.zrem(self.deadlines_key, f"{game_id}:{version}")
+        """Forget an entry whose version is no longer current (its timeout is void). In a
+        cluster an entry can be due before its game's deadline (two writers of one
+        version each added theirs before the loser's compare-and-set failed): the
+        version's true deadline is put back instead."""
+        member = f"{game_id}:{version}"
+        if self.cluster:
+            current, deadline, status = self.r.hmget(self.game_key(game_id), "version",
+                                                     "deadline", "status")
+            if (current is not None and int(current) == version and deadline is not None
+                    and status == b"active"):
+                self.r.zadd(self.deadlines_key, {member: float(deadline)})
+                return
+        self.r.zrem(self.deadlines_key, member)
 
     # --- rate limits ---------------------------------------------------------------------
 
     def hit(self, who: str, window_s: int) -> tuple[int, int]:
         """Count one request for ``who`` in the current fixed window: (count, ms left)."""
         slot = int(time.time()) // window_s
-        n, ttl = self._rate(keys=[f"{self.p}rl:{who}:{slot}"], args=[window_s])
+        n, ttl = self._run(self._rate, [self.keys.rate(who, slot)], [window_s])
         return int(n), int(ttl)
 
     def peek(self, who: str, window_s: int) -> tuple[int, int]:
         """``who``'s count in the current window without counting: (count, ms left)."""
-        key = f"{self.p}rl:{who}:{int(time.time()) // window_s}"
+        key = self.keys.rate(who, int(time.time()) // window_s)
         pipe = self.r.pipeline(transaction=False)
         pipe.get(key)
         pipe.pttl(key)
         n, ttl = pipe.execute()
         return int(n or 0), max(1, int(ttl))
+
+
+def is_cluster(client: Any) -> bool:
+    """Whether ``client`` is redis-py's cluster client."""
+    return isinstance(client, RedisCluster)
 
 
 def retry_tag(key: str) -> str:

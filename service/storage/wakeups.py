@@ -132,6 +132,7 @@ class Waiter:
         generation = self.hub._ensure()
         if generation != self.generation:  # the listener restarted after this waiter's read
             self.generation = generation
+            self.hub.resubscribe(self)
             return [None]
         if not self.messages:
             self.event.wait(max(0.0, timeout))
@@ -142,6 +143,11 @@ class Waiter:
     def _deliver(self, data: bytes | None) -> None:
         self.messages.append(data)
         self.event.set()
+
+    def follow(self, channels: list[str]) -> None:
+        """Also hear ``channels`` while waiting (sharded pub/sub: ``ShardedWakeups``); a
+        no-op where one listener hears every game."""
+        self.hub.follow(self, channels)
 
 
 class Wakeups:
@@ -190,8 +196,15 @@ class Wakeups:
             for w in list(group):
                 w._deliver(data)
 
-    def live_generation(self) -> int | None:
-        """The running listener's generation, None when none runs in this process."""
+    def follow(self, w: Waiter, channels: list[str]) -> None:
+        """Every game channel is heard already (one pattern subscription)."""
+
+    def resubscribe(self, w: Waiter) -> None:
+        """The new listener's patterns cover every channel already."""
+
+    def live_generation(self, channel: str | None = None) -> int | None:
+        """The running listener's generation, None when none runs in this process
+        (``channel``: the game's channel; every one is heard here)."""
         if self._running and self._pid == os.getpid():
             return self._generation
         return None
@@ -327,3 +340,253 @@ class Wakeups:
         if pubsub is not None:
             with contextlib.suppress(Exception):
                 pubsub.close()
+
+
+class _Shard:
+    """One node's pub/sub connection for ``ShardedWakeups``, read by a thread of its own."""
+
+    def __init__(self, hub: ShardedWakeups, name: str, host: str, port: int) -> None:
+        self.hub = hub
+        self.name = name
+        client = redis.Redis.from_url(f"redis://{host}:{port}",
+                                      socket_connect_timeout=hub.confirm_s,
+                                      socket_timeout=hub.confirm_s)
+        self.pubsub = client.pubsub()
+        self.channels: set[str] = set()  # confirmed
+        self.pending: dict[str, threading.Event] = {}
+        self.broken = False
+        self._send = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def subscribe(self, channels: list[str]) -> list[threading.Event]:
+        events = []
+        with self._send:
+            todo = [c for c in channels if c not in self.channels and c not in self.pending]
+            for c in todo:
+                self.pending[c] = threading.Event()
+            events = [self.pending[c] for c in channels if c in self.pending]
+            for c in todo:  # one a command: a command's channels must share a slot
+                self.pubsub.ssubscribe(c)
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, daemon=True,
+                                                    name=f"allfours-wakeups-{self.name}")
+                    self._thread.start()
+        return events
+
+    def unsubscribe(self, channels: list[str]) -> None:
+        with self._send:
+            gone = [c for c in channels if c in self.channels]
+            for c in gone:
+                self.channels.discard(c)
+            for c in gone:
+                self.pubsub.sunsubscribe(c)
+
+    def _run(self) -> None:
+        try:
+            while not self.broken:
+                msg = self.pubsub.get_message(timeout=POLL_S)
+                if msg is None:
+                    continue
+                kind = msg.get("type")
+                channel = msg.get("channel")
+                if isinstance(channel, bytes):
+                    channel = channel.decode()
+                if kind == "smessage":
+                    self.hub._dispatch(channel, msg["data"])
+                elif kind == "ssubscribe":
+                    with self._send:
+                        event = self.pending.pop(channel, None)
+                        self.channels.add(channel)
+                    if event is not None:
+                        event.set()
+                elif kind == "sunsubscribe" and channel in self.channels:
+                    # not asked for: its slot moved to another node (resharding)
+                    self.hub._lost(self, [channel])
+        except Exception as exc:  # the node failed or went away: everyone re-checks
+            log.warning("wake-up listener lost node %s: %s", self.name, exc)
+            REDIS_ERRORS.labels("listener").inc()
+        finally:
+            self.broken = True
+            with contextlib.suppress(Exception):
+                self.pubsub.close()
+            self.hub._lost(self, None)
+
+
+class ShardedWakeups(Wakeups):
+    """The listener for a Redis/Valkey Cluster: sharded pub/sub (SSUBSCRIBE, Redis >= 7).
+
+    A game's changes are published by the node that owns the game's slot
+    (``SPUBLISH`` in the commit script), to the subscribers of that node only, so a
+    process subscribes to the channels it has waiters for (and keeps them ``idle_s``
+    after the last waiter left, so a game played here keeps its cache warm), one
+    connection per node that owns one of them. A waiter on a bot's turns also follows
+    the channels of the bot's live games (``Waiter.follow``) and the bot's own channel,
+    published when the bot joins a game. When a node fails, or a channel's slot moves
+    (the node says ``sunsubscribe``), the generation is bumped: every waiter re-reads
+    and subscribes again, on the node the cluster now names for the slot.
+
+    The game cache is trusted only for games whose channel is subscribed here
+    (``live_generation(channel)``): a game nobody here watches may have moved on
+    unheard."""
+
+    def __init__(self, client: Any, patterns: list[str], idle_s: float = IDLE_S) -> None:
+        super().__init__(client, patterns, idle_s)
+
+    def _reset_process(self) -> None:
+        super()._reset_process()
+        self._shards: dict[str, _Shard] = {}
+        self._idle: dict[str, float] = {}  # channel -> when its last waiter left
+        self._followed: dict[Waiter, list[str]] = {}
+        self._running = True  # there is no one listener to start: shards start on demand
+
+    @property
+    def _cluster(self) -> Any:
+        return getattr(self.client, "cluster", self.client)
+
+    def live_generation(self, channel: str | None = None) -> int | None:
+        if self._pid != os.getpid() or channel is None:
+            return None
+        return self._generation if self._heard_here(channel) else None
+
+    def _ensure(self) -> int:
+        if self._pid != os.getpid():
+            self._reset_process()
+        return self._generation
+
+    def _register(self, w: Waiter) -> int:
+        generation = self._ensure()
+        with self._lock:
+            self._waiters.setdefault(w.channel, set()).add(w)
+            self._count += 1
+            self._idle.pop(w.channel, None)
+        if not self._heard_here(w.channel):  # the common case: subscribed already
+            try:
+                self._subscribe([w.channel])
+            except BaseException:
+                self._unregister(w)
+                raise
+        if self._idle:
+            self._sweep_idle()
+        return generation
+
+    def _heard_here(self, channel: str) -> bool:
+        for shard in tuple(self._shards.values()):  # (another thread may add one)
+            if channel in shard.channels and not shard.broken:
+                return True
+        return False
+
+    def _unregister(self, w: Waiter) -> None:
+        super()._unregister(w)
+        now = time.monotonic()
+        with self._lock:
+            channels = [w.channel, *self._followed.pop(w, [])]
+            for c in channels:
+                if not self._waiters.get(c) and not self._followers(c):
+                    self._idle[c] = now
+
+    def _followers(self, channel: str) -> bool:
+        return any(channel in chans for chans in self._followed.values())
+
+    def follow(self, w: Waiter, channels: list[str]) -> None:
+        """Keep ``channels`` subscribed while ``w`` waits: their messages reach the hook
+        (``on_message``), which wakes ``w`` when they concern it."""
+        with self._lock:
+            old = set(self._followed.get(w, []))
+            self._followed[w] = list(channels)
+            for c in channels:
+                self._idle.pop(c, None)
+            now = time.monotonic()
+            for c in old - set(channels):
+                if not self._waiters.get(c) and not self._followers(c):
+                    self._idle[c] = now
+        self._subscribe(list(channels))
+
+    def _subscribe(self, channels: list[str]) -> None:
+        """Subscribe ``channels`` on their slots' nodes; returns once confirmed. Raises
+        the Redis error (a 503) when a node does not answer within ``confirm_s``."""
+        by_node: dict[str, list[str]] = {}
+        nodes: dict[str, Any] = {}
+        for c in channels:
+            node = self._cluster.get_node_from_key(c)
+            by_node.setdefault(node.name, []).append(c)
+            nodes[node.name] = node
+        events: list[threading.Event] = []
+        for name, chans in by_node.items():
+            with self._lock:
+                shard = self._shards.get(name)
+                if shard is None or shard.broken:
+                    node = nodes[name]
+                    shard = self._shards[name] = _Shard(self, name, node.host, node.port)
+            try:
+                events += shard.subscribe(chans)
+            except redis.RedisError:
+                shard.broken = True
+                raise
+        deadline = time.monotonic() + self.confirm_s
+        for e in events:
+            if not e.wait(max(0.0, deadline - time.monotonic())):
+                raise redis.ConnectionError("no pub/sub confirmation")
+
+    def _sweep_idle(self) -> None:
+        """Unsubscribe the channels nobody has waited on for ``idle_s``."""
+        now = time.monotonic()
+        with self._lock:
+            old = [c for c, t in self._idle.items() if now - t >= self.idle_s]
+            for c in old:
+                del self._idle[c]
+            shards = list(self._shards.values())
+        if not old:
+            return
+        for shard in shards:
+            mine = [c for c in old if c in shard.channels]
+            if mine:
+                with contextlib.suppress(redis.RedisError):
+                    shard.unsubscribe(mine)
+
+    def _dispatch(self, channel: str, data: Any) -> None:
+        generation = self._generation
+        if self.on_message is not None:
+            try:
+                parsed = self.on_message(channel, data, generation)
+            except Exception:
+                log.exception("wake-up hook failed")
+            else:
+                if parsed is SKIP:
+                    return
+                if parsed is not None:
+                    data = parsed
+        self.deliver(channel, data)
+
+    def _lost(self, shard: _Shard, channels: list[str] | None) -> None:
+        """A node broke (``channels`` None: all of its) or dropped ``channels``: bump the
+        generation and wake every waiter with a reset; each re-subscribes when it waits
+        again (``Waiter.wait`` -> ``resubscribe``)."""
+        with self._lock:
+            if channels is None:
+                if self._shards.get(shard.name) is shard:
+                    del self._shards[shard.name]
+            else:
+                for c in channels:
+                    shard.channels.discard(c)
+            self._generation += 1
+            waiters = [w for group in self._waiters.values() for w in group]
+        for w in waiters:
+            w._deliver(None)
+
+    def resubscribe(self, w: Waiter) -> None:
+        """After a reset: ``w``'s channels again, on the nodes that own them now."""
+        with contextlib.suppress(Exception):
+            self._cluster.get_nodes()  # let the cluster client notice a failover
+        self._subscribe([w.channel, *self._followed.get(w, [])])
+
+    def close(self) -> None:
+        with self._lock:
+            shards, self._shards = list(self._shards.values()), {}
+            self._generation += 1
+            waiters = [w for group in self._waiters.values() for w in group]
+        for w in waiters:
+            w._deliver(None)
+        for shard in shards:
+            shard.broken = True
+            with contextlib.suppress(Exception):
+                shard.pubsub.close()

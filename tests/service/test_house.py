@@ -8,14 +8,14 @@ process are in tests/test_serve.py and tests/web/test_person.py.
 from __future__ import annotations
 
 from service.arena import house
+from service.storage.redis_client import connect
 from service.storage.store import Store
 from tests.conftest import REDIS_URL
 
 
 def house_up(key_prefix: str) -> dict:
-    import redis
 
-    store = Store(redis.Redis.from_url(REDIS_URL), key_prefix)
+    store = Store(connect(REDIS_URL), key_prefix)
     accounts = house.ensure_accounts(store)
     house.beat(store)
     return accounts
@@ -25,9 +25,8 @@ def test_no_house_bots_running_is_503_and_registers_nobody(client, key_prefix) -
     r = client.post("/house/games", json={"players": 2})
     assert r.status_code == 503 and r.json["type"] == "/problems/service-unavailable"
     assert r.headers["Retry-After"]
-    import redis
 
-    keys = list(redis.Redis.from_url(REDIS_URL).scan_iter(match=f"{key_prefix}bot:*"))
+    keys = list(connect(REDIS_URL).scan_iter(match=f"{key_prefix}bot:*"))
     assert keys == []  # no account left behind by a refused request
 
 
@@ -75,9 +74,8 @@ def test_bad_requests_are_refused_and_change_nothing(client, key_prefix) -> None
 
 
 def test_a_restart_keeps_the_accounts_and_retires_the_old_tokens(key_prefix) -> None:
-    import redis
 
-    store = Store(redis.Redis.from_url(REDIS_URL), key_prefix)
+    store = Store(connect(REDIS_URL), key_prefix)
     first = house.ensure_accounts(store)
     second = house.ensure_accounts(store)
     assert {k: v[0] for k, v in first.items()} == {k: v[0] for k, v in second.items()}

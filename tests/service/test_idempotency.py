@@ -127,14 +127,15 @@ def test_retry_memory_is_one_hash_per_game_bounded_and_dropped_after_the_game(
     game_id, _, tokens = twin_games(api, seed=4, variants={"target": 3})
     rng = random.Random(9)
     grace = app.config.get("ARENA_RETRY_GRACE", 600)
-    memory = f"{key_prefix}game:{game_id}:idem"
+    store = app.extensions["arena"].store
+    memory, game_key = store.retry_key(game_id), store.game_key(game_id)
     moves = 0
     while api.view(game_id).json["status"] != "finished":
         r, _ = keyed_move(api, game_id, tokens, rng)
         assert r.status_code == 200, r.json
         moves += 1
         keys = game_keys(redis_client, key_prefix, game_id)
-        assert set(keys) <= {f"{key_prefix}game:{game_id}", memory}, keys
+        assert set(keys) <= {game_key, memory}, keys
         assert redis_client.hlen(memory) <= 2  # one record per bot: its latest keyed move
         if r.json["status"] != "finished":
             assert keys.get(memory, -1) == -1  # kept as long as the game is live
@@ -142,7 +143,7 @@ def test_retry_memory_is_one_hash_per_game_bounded_and_dropped_after_the_game(
     assert not list(redis_client.scan_iter(match=f"{key_prefix}idem:*"))  # no per-action key
     # finished: the memory goes a grace period after the end, the game stays
     assert 0 < redis_client.ttl(memory) <= grace
-    assert redis_client.ttl(f"{key_prefix}game:{game_id}") == -1
+    assert redis_client.ttl(game_key) == -1
 
 
 @pytest.fixture
@@ -180,7 +181,7 @@ def test_retries_of_a_finished_game_during_and_after_the_grace(
     refused = send(api, game_id, other_key)
     assert refused.status_code == 409, refused.json
     assert version(api, game_id) == final
-    memory = f"{key_prefix}game:{game_id}:idem"
+    memory = api.c.application.extensions["arena"].store.retry_key(game_id)
     deadline = time.monotonic() + 5
     while redis_client.exists(memory):
         assert time.monotonic() < deadline, "the retry memory outlived its grace"

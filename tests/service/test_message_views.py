@@ -18,7 +18,7 @@ def _messages(pubsub, want: int) -> list[bytes]:
     deadline = time.monotonic() + 5
     while len(out) < want and time.monotonic() < deadline:
         m = pubsub.get_message(timeout=0.2)
-        if m is not None and m["type"] == "message":
+        if m is not None and m["type"] in ("message", "smessage"):
             out.append(m["data"])
     return out
 
@@ -33,8 +33,13 @@ def test_view_from_message_is_the_view_from_redis(app, api, players, move_limit,
     game = api.game(bots[0][1], players, seats=[b for b, _ in bots],
                     seed=rng.getrandbits(40), **extra)
     gid = game["id"]
-    pubsub = store.r.pubsub()
-    pubsub.subscribe(store.game_channel(gid))
+    channel = store.game_channel(gid)
+    if store.publish == "SPUBLISH":  # a cluster: the channel of the game's shard, on its node
+        pubsub = store.r.get_node_from_key(channel).redis_connection.pubsub()
+        pubsub.ssubscribe(channel)
+    else:
+        pubsub = store.r.pubsub()
+        pubsub.subscribe(channel)
     _messages(pubsub, 0)
     pubsub.get_message(timeout=1)  # the subscribe confirmation
     meta = store.get_game(gid).meta

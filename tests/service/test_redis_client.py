@@ -28,4 +28,7 @@ def test_the_quick_check_sees_an_unread_reply(redis_client):  # fixture: Redis i
 
 
 def redis_client_for_test():
-    return client_module.connect(REDIS_URL)
+    """The service's client; in a cluster, one node's (the parser is the same)."""
+    client = client_module.connect(REDIS_URL)
+    nodes = getattr(client, "get_nodes", None)
+    return nodes()[0].redis_connection if nodes else client

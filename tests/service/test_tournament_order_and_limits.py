@@ -167,7 +167,7 @@ def test_the_largest_tournament_allowed_stays_a_small_document(client):
                parallel=1)
     assert t["progress"]["games_planned"] == 992 <= MAX_TOURNAMENT_GAMES
     store = client.application.extensions["arena"].store
-    size = len(store.r.get(f"{store.p}tour:{t['id']}"))
+    size = len(store.r.get(f"{store.tours_prefix}tour:{t['id']}"))
     served = len(json.dumps(client.get(f"/tournaments/{t['id']}").json))
     print(f"992 games planned: document {size} bytes, detail {served} bytes")
     # pending slots; a result and a rating change add about 300 bytes a game

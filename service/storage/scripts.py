@@ -1,0 +1,207 @@
+"""The Lua scripts the store runs: each touches the keys of one slot in cluster mode
+(``COMMIT_CLUSTER``, ``READ_CLUSTER``, ``CREATE_CLUSTER``, ``CLAIM``, ``RATE``), or any
+keys on a single Redis (``COMMIT``, ``READ``, ``AUTH``). The key layout and the
+invariants between the steps are in ``service.storage.keys``."""
+
+# KEYS[1] game hash, KEYS[2] the game's retry memory (``{p}game:{id}:idem``), KEYS[3]
+# index prefix, KEYS[4] bot-turns key prefix, KEYS[5] channel, KEYS[6] deadlines sorted set.
+# ARGV: expected version, state json ('' keep), meta json ('' keep), action char ('' none),
+# new status, retry record ('' none: the record without its tag and version), the
+# memory's grace seconds once the game is finished, old turn bot, new turn bot, game id,
+# new deadline ('' none), seat in turn after the change ('' none or not said).
+# KEYS[7] rate counter ('' none), ARGV[13] its window seconds, ARGV[14] its limit.
+# ARGV[15] '1' when the game may have a deadline to move (it has a move limit): a game
+# without one touches neither the deadlines set nor the hash's deadline field. The turn
+# sets change (and the message names the new bot) only when the bot in turn changes.
+# ARGV[16] the commit's time (unix seconds), kept as the hash's ``updated``.
+# ARGV[17] the acting bot (its field in the memory), ARGV[18] the key's tag (``{len}:{key}|``,
+# '' no key): a record of this bot that starts with the tag is a retry, answered from it.
+# Returns {1, new_version} | {0, current_version} | {2, stored retry record}
+# | {3, count, ttl_ms} (the rate limit is exceeded: nothing written).
+COMMIT = """
+if KEYS[7] and KEYS[7] ~= '' then
+  local n = redis.call('INCR', KEYS[7])
+  if n == 1 then redis.call('PEXPIRE', KEYS[7], tonumber(ARGV[13]) * 1000) end
+  if n > tonumber(ARGV[14]) then return {3, n, redis.call('PTTL', KEYS[7])} end
+end
+local v = redis.call('HGET', KEYS[1], 'version')
+if not v then return {-1, 0} end
+if ARGV[18] ~= '' then
+  local seen = redis.call('HGET', KEYS[2], ARGV[17])
+  if seen and string.sub(seen, 1, #ARGV[18]) == ARGV[18] then return {2, seen} end
+end
+if v ~= ARGV[1] then return {0, tonumber(v)} end
+local nv = tonumber(v) + 1
+local fields = {'version', nv, 'updated', ARGV[16]}
+if ARGV[2] ~= '' then fields[#fields + 1] = 'state'; fields[#fields + 1] = ARGV[2] end
+if ARGV[3] ~= '' then fields[#fields + 1] = 'meta'; fields[#fields + 1] = ARGV[3] end
+if ARGV[4] ~= '' then
+  fields[#fields + 1] = 'log'
+  fields[#fields + 1] = (redis.call('HGET', KEYS[1], 'log') or '') .. ARGV[4]
+end
+local old = redis.call('HGET', KEYS[1], 'status')
+if old ~= ARGV[5] then
+  local score = redis.call('ZSCORE', KEYS[3] .. 'all', ARGV[10])
+  redis.call('ZREM', KEYS[3] .. old, ARGV[10])
+  if score then redis.call('ZADD', KEYS[3] .. ARGV[5], score, ARGV[10]) end
+  fields[#fields + 1] = 'status'
+  fields[#fields + 1] = ARGV[5]
+end
+if ARGV[11] ~= '' then
+  fields[#fields + 1] = 'deadline'
+  fields[#fields + 1] = ARGV[11]
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+if ARGV[15] ~= '' then
+  redis.call('ZREM', KEYS[6], ARGV[10] .. ':' .. v)
+  if ARGV[11] ~= '' then
+    redis.call('ZADD', KEYS[6], ARGV[11], ARGV[10] .. ':' .. nv)
+  else
+    redis.call('HDEL', KEYS[1], 'deadline')
+  end
+end
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[17], ARGV[18] .. ARGV[6] .. '|' .. nv)
+end
+if old ~= ARGV[5] and ARGV[5] == 'finished' then
+  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[7]))
+end
+local new_turn = ''
+if ARGV[8] ~= ARGV[9] then
+  if ARGV[8] ~= '' then redis.call('SREM', KEYS[4] .. ARGV[8] .. ':turns', ARGV[10]) end
+  if ARGV[9] ~= '' then
+    redis.call('SADD', KEYS[4] .. ARGV[9] .. ':turns', ARGV[10])
+    new_turn = ARGV[9]
+  end
+end
+local msg = nv .. ':' .. (ARGV[12] or '') .. ':' .. new_turn
+if ARGV[2] ~= '' and ARGV[3] == '' then
+  msg = msg .. ':' .. ARGV[5] .. ':' .. ARGV[11] .. ':' .. ARGV[16] .. ':' .. ARGV[2]
+end
+redis.call('PUBLISH', KEYS[5], msg)
+return {1, nv}
+"""
+
+# KEYS[1] deadlines. ARGV: now, lease-until, max entries. Due entries (score <= now) are
+# pushed to lease-until and returned: one sweeper gets each; if it dies before acting,
+# the entry falls due again when the lease ends and another sweeper takes it.
+CLAIM = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, m in ipairs(due) do redis.call('ZADD', KEYS[1], 'XX', ARGV[2], m) end
+return due
+"""
+
+# KEYS[1] counter. ARGV[1] window seconds. Returns {count, ttl_ms}.
+RATE = """
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 1000) end
+return {n, redis.call('PTTL', KEYS[1])}
+"""
+
+
+# KEYS[1] the token's key, KEYS[2] the client address's failure counter. ARGV[1] the
+# failure limit (0: none), ARGV[2] its window seconds. Returns {1, bot id} | {0, failures}
+# (unknown: counted) | {2, ttl_ms} (the address is over its limit: not looked up).
+# Only the address's counter is ever written, never anything per guessed token.
+AUTH = """
+if ARGV[1] ~= '0' then
+  local n = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if n >= tonumber(ARGV[1]) then return {2, redis.call('PTTL', KEYS[2])} end
+end
+local bot = redis.call('GET', KEYS[1])
+if bot then return {1, bot} end
+if ARGV[1] == '0' then return {0, 0} end
+local n = redis.call('INCR', KEYS[2])
+if n == 1 then redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]) * 1000) end
+return {0, n}
+"""
+
+
+# KEYS[1] rate counter ('' none), KEYS[2] game hash, KEYS[3] the game's retry memory ('' none).
+# ARGV[1] rate window seconds, ARGV[2] the bot whose record to read. One round trip for
+# what a hot request reads first:
+# returns {count, ttl_ms, the bot's retry record or '', the hash's fields and values...}.
+READ = """
+local n, ttl = 0, 0
+if KEYS[1] ~= '' then
+  n = redis.call('INCR', KEYS[1])
+  if n == 1 then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) * 1000) end
+  ttl = redis.call('PTTL', KEYS[1])
+end
+local out = {n, ttl, ''}
+if KEYS[3] ~= '' then out[3] = redis.call('HGET', KEYS[3], ARGV[2]) or '' end
+local h = redis.call('HGETALL', KEYS[2])
+for i = 1, #h do out[#out + 1] = h[i] end
+return out
+"""
+
+
+# Cluster mode: the game's own keys only (one slot). KEYS[1] game hash, KEYS[2] its retry
+# memory, KEYS[3] its channel. ARGV as ``COMMIT``'s (ARGV[13], ARGV[14] unused: the rate
+# counter is counted by ``RATE`` before), plus ARGV[19] the publish command (``PUBLISH``
+# or ``SPUBLISH``). Also keeps ``turn`` (the bot in turn after the change, ARGV[9]): what
+# ``Store.bot_turns`` and ``Store.reconcile`` read as the truth. The indexes are moved by
+# the store around it (``service.storage.keys``). Returns as ``COMMIT`` (never 3).
+COMMIT_CLUSTER = """
+local v = redis.call('HGET', KEYS[1], 'version')
+if not v then return {-1, 0} end
+if ARGV[18] ~= '' then
+  local seen = redis.call('HGET', KEYS[2], ARGV[17])
+  if seen and string.sub(seen, 1, #ARGV[18]) == ARGV[18] then return {2, seen} end
+end
+if v ~= ARGV[1] then return {0, tonumber(v)} end
+local nv = tonumber(v) + 1
+local fields = {'version', nv, 'updated', ARGV[16], 'turn', ARGV[9]}
+if ARGV[2] ~= '' then fields[#fields + 1] = 'state'; fields[#fields + 1] = ARGV[2] end
+if ARGV[3] ~= '' then fields[#fields + 1] = 'meta'; fields[#fields + 1] = ARGV[3] end
+if ARGV[4] ~= '' then
+  fields[#fields + 1] = 'log'
+  fields[#fields + 1] = (redis.call('HGET', KEYS[1], 'log') or '') .. ARGV[4]
+end
+local old = redis.call('HGET', KEYS[1], 'status')
+if old ~= ARGV[5] then
+  fields[#fields + 1] = 'status'
+  fields[#fields + 1] = ARGV[5]
+end
+if ARGV[11] ~= '' then
+  fields[#fields + 1] = 'deadline'
+  fields[#fields + 1] = ARGV[11]
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+if ARGV[15] ~= '' and ARGV[11] == '' then redis.call('HDEL', KEYS[1], 'deadline') end
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[2], ARGV[17], ARGV[18] .. ARGV[6] .. '|' .. nv)
+end
+if old ~= ARGV[5] and ARGV[5] == 'finished' then
+  redis.call('EXPIRE', KEYS[2], tonumber(ARGV[7]))
+end
+local new_turn = ''
+if ARGV[8] ~= ARGV[9] then new_turn = ARGV[9] end
+local msg = nv .. ':' .. (ARGV[12] or '') .. ':' .. new_turn
+if ARGV[2] ~= '' and ARGV[3] == '' then
+  msg = msg .. ':' .. ARGV[5] .. ':' .. ARGV[11] .. ':' .. ARGV[16] .. ':' .. ARGV[2]
+end
+redis.call(ARGV[19], KEYS[3], msg)
+return {1, nv}
+"""
+
+# Cluster mode: a new game's hash, only if it does not exist yet (a tournament's game,
+# whose id is its slot's, may be created twice). KEYS[1] game hash, KEYS[2] its channel.
+# ARGV[1] the message to publish ('' none), ARGV[2] the publish command, ARGV[3..] the
+# hash's fields and values. Returns 1 if created, 0 if it existed.
+CREATE_CLUSTER = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+if ARGV[1] ~= '' then redis.call(ARGV[2], KEYS[2], ARGV[1]) end
+return 1
+"""
+
+# Cluster mode: ``READ`` without the rate counter (counted by ``RATE`` first). KEYS[1]
+# game hash, KEYS[2] (optional) its retry memory; ARGV[1] the bot whose record to read.
+READ_CLUSTER = """
+local out = {0, 0, ''}
+if KEYS[2] then out[3] = redis.call('HGET', KEYS[2], ARGV[1]) or '' end
+local h = redis.call('HGETALL', KEYS[1])
+for i = 1, #h do out[#out + 1] = h[i] end
+return out
+"""
