@@ -122,6 +122,17 @@ def redis_client():
 
 
 @pytest.fixture
+def keys(redis_client, key_prefix):
+    """The service's key names under the test's prefix, in the test Redis's mode (hash tags
+    in a cluster): what a test reads directly from Redis is named as the service names it."""
+    from redis.cluster import RedisCluster
+
+    from service.storage.keys import Keys
+
+    return Keys(key_prefix, cluster=isinstance(redis_client, RedisCluster))
+
+
+@pytest.fixture
 def key_prefix(redis_client) -> Iterator[str]:
     """A unique key prefix; at teardown every key under it (and only those) is deleted."""
     prefix = f"aftest:{uuid.uuid4().hex[:12]}:"

@@ -198,6 +198,7 @@ def test_a_move_is_read_once_per_worker_whatever_the_spectators(
 ) -> None:
     s = Service(tmp_path, workers=1, REDIS_URL=f"redis://127.0.0.1:{own_redis}/0",
                 ARENA_KEY_PREFIX="fan:", ARENA_RATE_LIMIT="0", ARENA_SWEEPER="0",
+                ARENA_CALLBACKS="0",  # the webhook dispatcher's own polls are not the streams'
                 ARENA_SSE_KEEPALIVE=str(KEEPALIVE_S), ARENA_ACCESS_LOG="0")
     try:
         s.wait_healthy()

@@ -105,20 +105,20 @@ def slots(t: dict[str, Any]) -> list[dict[str, Any]]:
     return [g for r in t["rounds"] for g in r["games"]]
 
 
-def embargoed_of(redis_client: Any, prefix: str, tid: str) -> set[str]:
-    return {m.decode() for m in redis_client.smembers(f"{prefix}embargoed")
+def embargoed_of(redis_client: Any, keys: Any, tid: str) -> set[str]:
+    return {m.decode() for m in redis_client.smembers(f"{keys.tours_prefix}embargoed")
             if m.decode().startswith(f"{tid}:")}
 
 
 def test_cancel_mid_round_voids_live_games_lifts_every_embargo_and_stops_scheduling(
-        arena: Arena, redis_client, key_prefix: str) -> None:
+        arena: Arena, redis_client, keys) -> None:
     bots = arena.bots(4)  # duplicate deals: two tables a round share each deal
     tid = arena.create(bots, games_per_pairing=2, variants=LONG, parallel=3)
     with arena.running(bots, delay=0.05):
         wait_until(lambda: arena.get(tid)["progress"]["games_done"] >= 1
                    and arena.get(tid)["progress"]["games_live"] >= 1, 120,
                    "a game done and another live")
-        assert embargoed_of(redis_client, key_prefix, tid), "a shared deal is being played"
+        assert embargoed_of(redis_client, keys, tid), "a shared deal is being played"
         t = arena.viewer.cancel_tournament(tid, admin_token=arena.admin).raw
     assert t["status"] == "cancelled" and t["finished"] is not None
     assert "seed" in t["settings"]
@@ -126,8 +126,8 @@ def test_cancel_mid_round_voids_live_games_lifts_every_embargo_and_stops_schedul
     voided = [g for g in slots(t) if g["status"] == "void" and g["game_id"]]
     assert voided, "the live games were voided"
     # the fair-play invariant: no deal of a cancelled tournament stays embargoed
-    assert embargoed_of(redis_client, key_prefix, tid) == set()
-    assert not redis_client.sismember(f"{key_prefix}tours:running", tid)
+    assert embargoed_of(redis_client, keys, tid) == set()
+    assert not redis_client.sismember(f"{keys.tours_prefix}tours:running", tid)
     for g in voided:
         view = arena.viewer.game(g["game_id"])
         assert view.status == "finished" and view.winner is None
@@ -243,14 +243,14 @@ def test_a_no_show_forfeits_and_the_tournament_ends(arena: Arena, move_limit) ->
 
 
 def test_of_two_bots_that_never_play_the_last_one_standing_wins_nothing(
-        arena: Arena, redis_client, key_prefix: str) -> None:
+        arena: Arena, redis_client, keys) -> None:
     """No move clock: the no-show rule ends a tournament nobody plays (it does not stay
     running for the sweeper), and the entrant that outlasts the other has not moved, so
     it is credited no forfeit win."""
     a, b = arena.bots(2)
     tid = arena.create([a, b], games_per_pairing=2, no_show=2, variants=LONG)
     wait_until(lambda: arena.get(tid)["status"] == "finished", 120, "the no-show rule")
-    assert not redis_client.sismember(f"{key_prefix}tours:running", tid)
+    assert not redis_client.sismember(f"{keys.tours_prefix}tours:running", tid)
     t = arena.get(tid)
     # one, or both (each is in turn in one of the two games): never a bot that played
     assert "no_show" in {e["status"] for e in t["entrants"]}
@@ -297,7 +297,7 @@ def test_the_commands_timeout_cancels_the_tournament_on_the_server(
         tmp_path: Path, arena: Arena) -> None:
     out = tmp_path / "t.json"
     result = run_tournament(["--server", arena.url, "--admin-token", arena.admin, "--quiet",
-                             "--bots", "random,random", "--players", "2", "--games", "10",
+                             "--bots", "random,random", "--players", "2", "--games", "100",
                              "--target", "21", "--timeout", "3", "--no-show", "0",
                              "--max-timeouts", "50", "--json-out", str(out)], tmp_path,
                             timeout=120)

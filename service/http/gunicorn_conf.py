@@ -64,10 +64,11 @@ def post_worker_init(worker: object) -> None:
         gc.collect()
         gc.freeze()
 
-    from service.arena.callbacks import start_dispatcher
+    if os.environ.get("ARENA_CALLBACKS", "1") != "0":
+        from service.arena.callbacks import start_dispatcher
 
-    # webhook bots are called from every worker too (ARENA_CALLBACKS=0: not this one)
-    start_dispatcher(worker.wsgi)  # type: ignore[attr-defined]
+        # webhook bots are called from every worker too (ARENA_CALLBACKS=0: not this one)
+        start_dispatcher(worker.wsgi)  # type: ignore[attr-defined]
     if os.environ.get("ARENA_SWEEPER", "1") == "0":
         return
     from service.arena.deadlines import start_sweeper

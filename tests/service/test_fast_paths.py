@@ -159,7 +159,9 @@ def test_one_listener_serves_many_waiters(app, api):
     assert subscribers >= 1
     assert api.act(game_id, tokens[s["turn"]], w["legal_actions"][0]).status_code == 200
     time.sleep(0.3)
-    assert r.pubsub_numpat() == subscribers  # no subscription per request
+    # no subscription per request: the count does not grow (it may shrink, when another
+    # test's idle listener on the same server ends meanwhile)
+    assert r.pubsub_numpat() <= subscribers
     # the seat now in turn was answered; the others still wait, then time out
     for th in threads:
         th.join(10)

@@ -89,7 +89,8 @@ def test_a_worker_sets_its_import_time_objects_aside_from_garbage_collection() -
             "conf.post_worker_init(None); print(gc.get_freeze_count())")
 
     def frozen(setting: str) -> int:
-        env = {**os.environ, "ARENA_SWEEPER": "0", "ARENA_GC_FREEZE": setting}
+        env = {**os.environ, "ARENA_SWEEPER": "0", "ARENA_CALLBACKS": "0",
+               "ARENA_GC_FREEZE": setting}
         run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True, timeout=60, check=True)
         return int(run.stdout.strip())

@@ -30,7 +30,7 @@ def play_out(client: Any, gid: str, tokens: list[str], rng: random.Random) -> No
 
 
 def test_cancel_lifts_the_embargo_of_a_deal_whose_other_table_never_played(
-        client: Any, redis_client: Any, key_prefix: str) -> None:
+        client: Any, redis_client: Any, keys: Any) -> None:
     bots = register(client, 4)
     r = client.post("/tournaments", headers=ADMIN,
                     json={"entrants": list(bots), "format": "round_robin", "variants": FAST,
@@ -43,7 +43,7 @@ def test_cancel_lifts_the_embargo_of_a_deal_whose_other_table_never_played(
     assert first["deal"] == other_table["deal"] and first["status"] == "live"
     assert other_table["status"] == "pending"
     deal = f"{tid}:1:{first['deal']}"
-    assert redis_client.sismember(f"{key_prefix}embargoed", deal)
+    assert redis_client.sismember(f"{keys.tours_prefix}embargoed", deal)
     play_out(client, first["game_id"], [bots[b] for b in first["teams"]], random.Random(1))
     # finished, but its deal is still to be played at the other table: hidden
     assert client.get(f"/games/{first['game_id']}/record").status_code == 403
@@ -62,7 +62,7 @@ def test_cancel_lifts_the_embargo_of_a_deal_whose_other_table_never_played(
     assert view["status"] == "finished" and view["winner"] is None
     assert never["status"] == "void" and never["game_id"] is None and never["scores"] is None
     assert all(g["status"] == "void" for r in t["rounds"][1:] for g in r["games"])
-    members = {m.decode() for m in redis_client.smembers(f"{key_prefix}embargoed")}
+    members = {m.decode() for m in redis_client.smembers(f"{keys.tours_prefix}embargoed")}
     assert not {m for m in members if m.startswith(f"{tid}:")}, members
     rec = client.get(f"/games/{first['game_id']}/record")
     assert rec.status_code == 200 and rec.json["complete"] is True
@@ -71,5 +71,5 @@ def test_cancel_lifts_the_embargo_of_a_deal_whose_other_table_never_played(
     # its result counts (a game played to its end); nothing else does
     rows = client.get(f"/tournaments/{tid}/standings").json["items"]
     assert sum(row["played"] for row in rows) == 2
-    assert not redis_client.sismember(f"{key_prefix}tours:running", tid)
+    assert not redis_client.sismember(f"{keys.tours_prefix}tours:running", tid)
     assert len(client.get("/leaderboard").json["items"]) == 2
