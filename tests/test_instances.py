@@ -412,8 +412,8 @@ def play_careful(c: Careful, game_id: str, bots: list[dict[str, Any]], seed: int
     raise AssertionError(f"game {game_id} did not finish")
 
 
-@pytest.mark.skipif(not CLUSTER, reason="needs the cluster-correct storage layer: run with "
-                    "ARENA_TEST_REDIS=cluster (.ci/run does with ARENA_CI_CLUSTER=1)")
+@pytest.mark.skipif(not CLUSTER, reason="a failover needs a cluster with replicas: "
+                    "ARENA_TEST_REDIS=cluster (.ci/run's cluster pass runs it)")
 def test_a_master_killed_during_play_gives_clean_answers_and_play_resumes(
     tmp_path: Path,
 ) -> None:

@@ -72,7 +72,7 @@ def until(check, seconds: float, what: str):
 
 
 def test_runners_on_two_processes_finish_and_ratings_replay(services, redis_client,
-                                                             key_prefix):
+                                                             key_prefix, keys):
     games_each = 3
     runners, threads = [], []
     ids = []
@@ -118,7 +118,7 @@ def test_runners_on_two_processes_finish_and_ratings_replay(services, redis_clie
         assert len(hist) == games_each
         claims = []
         for h in hist:
-            meta = json.loads(redis_client.hget(f"{key_prefix}game:{h['game_id']}", "meta"))
+            meta = json.loads(redis_client.hget(keys.game(h["game_id"]), "meta"))
             claims.append(meta["ladder"]["claimed"])
         for prev, nxt in zip(hist, claims[1:], strict=False):
             assert prev["finished"] <= nxt
