@@ -215,7 +215,10 @@ class Arena(Waiting):
         ``Wakeups.shut_down``); a commit in flight is not touched and finishes."""
         self.wakeups.shut_down()
 
-    def _status_changed(self, game: Game, status: str) -> None:
+    def announce_status(self, game: Game, status: str) -> None:
+        """Tell the ``on_status`` hooks (the webhook bots' start and end notifications)
+        that ``game`` has just become ``status``. Public because games are also started
+        outside this class: by a tournament's step and by the ladder's matchmaker."""
         for hook in self.on_status:
             try:
                 hook(game, status)
@@ -224,7 +227,7 @@ class Arena(Waiting):
 
     def _finished(self, game: Game, status: str) -> None:
         if status == FINISHED:
-            self._status_changed(game, status)
+            self.announce_status(game, status)
         if status != FINISHED or not (game.meta.get("tournament") or game.meta.get("ladder")):
             return
         for hook in self.on_finish:
@@ -299,7 +302,7 @@ class Arena(Waiting):
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status))
         if status == ACTIVE:
-            self._status_changed(game, status)
+            self.announce_status(game, status)
         return self.summary(game)
 
     def get(self, game_id: str) -> Game:
@@ -427,7 +430,7 @@ class Arena(Waiting):
             if code == 1:
                 game.meta, game.status, game.version = meta, status, int(value)
                 if status == ACTIVE:
-                    self._status_changed(game, status)
+                    self.announce_status(game, status)
                 return self.render(game, state, seat, game.version, status, deadline, updated)
             if code == -1:
                 raise Problem("not-found", "no such game")

@@ -502,6 +502,8 @@ class Ladders:
             return None
         if status != ACTIVE:  # a first kick can end a game at once (R22)
             self.settle(lad.name, mid)
+        else:  # bound: the game is under way (webhook bots get their start notification)
+            self.arena.announce_status(game, status)
         return game.id
 
     def _bind(self, name: str, mid: str, sides: list[str], gid: str) -> bool:

@@ -746,17 +746,23 @@ class Tournaments:
         if lifted:
             pipe.srem(embargo_key(self.p), *lifted)
         born_over = False
+        started = []
         for slot in new_games:
-            slot["game"], status = self._add_game(pipe, doc, slot)
+            game = self._add_game(pipe, doc, slot)
+            slot["game"] = game.id
             slot["status"] = LIVE
             # a first kick can end a game at once (R22): nobody will act to finish it
-            born_over |= status != ACTIVE
+            born_over |= game.status != ACTIVE
+            if game.status == ACTIVE:
+                started.append(game)
         pipe.set(self.key(doc["id"]), json.dumps(doc, separators=(",", ":")))
         for bot, rating in lb_updates.items():
             pipe.hset(self.lb_key, bot, json.dumps(rating, separators=(",", ":")))
         if not control.steps(doc):
             pipe.srem(self.running_key, doc["id"])
         pipe.execute()
+        for game in started:  # the step's transaction held: these games are under way
+            self.arena.announce_status(game, ACTIVE)
         if born_over:
             return len(new_games) + self.advance(doc["id"])
         return len(new_games)
@@ -846,8 +852,7 @@ class Tournaments:
             doc["finished"] = int(time.time())
             return True
 
-    def _add_game(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any]
-                  ) -> tuple[str, str]:
+    def _add_game(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any]) -> Game:
         settings = doc["settings"]
         players = settings["players"]
         a, b = slot["teams"]
@@ -873,9 +878,8 @@ class Tournaments:
             pipe.sadd(embargo_key(self.p), meta["embargo"])
         if settings.get("move_limit"):
             meta["move_limit"] = settings["move_limit"]
-        game = self.store.add_game(pipe, meta, state, status, turn_bot(state, seats, status),
+        return self.store.add_game(pipe, meta, state, status, turn_bot(state, seats, status),
                                    deadline_for(meta, state, status))
-        return game.id, status
 
     # --- reading ----------------------------------------------------------------------------
 

@@ -794,3 +794,45 @@ def test_a_game_that_starts_by_a_join_or_ends_queues_notifications(key_prefix):
                                                   "version": mine["version"]}, headers=token)
     assert sorted(r.zrange(key, 0, -1)) == sorted([f"start:{g['id']}".encode(),
                                                    f"end:{g['id']}".encode()])
+
+
+def test_tournament_and_ladder_games_queue_their_start_notifications(key_prefix):
+    """Games started by a tournament's step or by the ladder's matchmaker (not by a join)
+    queue ``start`` for their webhook bots too, once each."""
+    from service.arena.callbacks import notify_key
+    from service.http.app import create_app
+
+    admin = "webhook-test-admin"
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 0, "ARENA_ADMIN_TOKEN": admin,
+                      "ARENA_CALLBACK_NETWORKS": f"{ALLOWED}/32"})
+    c = app.test_client()
+    r = app.extensions["callbacks"].store.r
+    bots = [c.post("/bots", json={"name": f"t{i}"}).json for i in range(4)]
+    for bot in bots:
+        assert c.put("/bots/me/callback", json={"url": f"http://{ALLOWED}:9/"},
+                     headers={"Authorization": f"Bearer {bot['token']}"}).status_code == 200
+
+    def started(bot: dict[str, Any]) -> list[str]:
+        return [m.decode().partition(":")[2] for m in r.zrange(notify_key(key_prefix, bot["id"]),
+                                                                 0, -1)
+                if m.decode().startswith("start:")]
+
+    # a tournament: its first games start when it is created (target 4 > any kick, R6)
+    t = c.post("/tournaments", headers={"Authorization": f"Bearer {admin}"},
+               json={"entrants": [bots[0]["id"], bots[1]["id"]], "format": "round_robin",
+                     "games_per_pairing": 2, "parallel": 1, "variants": {"target": 4},
+                     "seed": 5}).json
+    live = [s["game_id"] for rd in t["rounds"] for s in rd["games"] if s["status"] == "live"]
+    assert len(live) == 1
+    assert started(bots[0]) == live and started(bots[1]) == live
+    # the ladder: two bots join, one matchmaking pass seats them
+    ladders = app.extensions["ladders"]
+    for bot in bots[2:]:
+        assert c.post("/ladders/2p/entry", json={},
+                      headers={"Authorization": f"Bearer {bot['token']}"}).status_code in (200, 201)
+    made = ladders.match_once("2p")
+    assert len(made) == 1
+    # the ladder's default target 14 is more than any kick can score (R6): under way
+    assert c.get(f"/games/{made[0]}").json["status"] == "active"
+    assert started(bots[2]) == made and started(bots[3]) == made
