@@ -90,8 +90,9 @@ class Sweeper:
                 continue
             if done:
                 applied += 1
-            else:  # the game moved on (or is gone): this deadline is void
-                store.drop_deadline(game_id, version)
+            elif not store.drop_deadline(game_id, version):  # void unless still live
+                log.warning("timeout for %s:%s not applied though it is the game's live "
+                            "deadline; its entry is kept for the next pass", game_id, version)
         return applied
 
     def repair_once(self) -> None:

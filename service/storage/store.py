@@ -752,20 +752,23 @@ class Store:
             out.append((gid, int(version)))
         return out
 
-    def drop_deadline(self, game_id: str, version: int) -> None:
-        """Forget an entry whose version is no longer current (its timeout is void). In a
-        cluster an entry can be due before its game's deadline (two writers of one
-        version each added theirs before the loser's compare-and-set failed): the
-        version's true deadline is put back instead."""
+    def drop_deadline(self, game_id: str, version: int) -> bool:
+        """Forget an entry whose version is no longer current (its timeout is void); False
+        if it is still the game's live deadline, which is then put back at the version's
+        true deadline instead of forgotten. In a cluster an entry can be due before its
+        game's deadline (two writers of one version each added theirs before the loser's
+        compare-and-set failed); on either kind of Redis, forgetting the entry of a live
+        deadline would leave the seat's clock with nobody to enforce it, so the entry is
+        dropped only once the game has moved on."""
         member = f"{game_id}:{version}"
-        if self.cluster:
-            current, deadline, status = self.r.hmget(self.game_key(game_id), "version",
-                                                     "deadline", "status")
-            if (current is not None and int(current) == version and deadline is not None
-                    and status == b"active"):
-                self.r.zadd(self.deadlines_key, {member: float(deadline)})
-                return
+        current, deadline, status = self.r.hmget(self.game_key(game_id), "version",
+                                                 "deadline", "status")
+        if (current is not None and int(current) == version and deadline is not None
+                and status == b"active"):
+            self.r.zadd(self.deadlines_key, {member: float(deadline)})
+            return False
         self.r.zrem(self.deadlines_key, member)
+        return True
 
     # --- rate limits ---------------------------------------------------------------------
 
