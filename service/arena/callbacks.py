@@ -117,6 +117,7 @@ SCAN_S = 0.5  # how often every webhook bot's turns are re-checked (the repair p
 LEASE_MARGIN_S = 5.0  # a claim outlives its call's budget by this much
 DEADLINE_MARGIN_S = 0.15  # the answer must be back this long before the deadline
 MIN_BUDGET_S = 0.05  # less time than this left: no call (the sweeper plays)
+HOOKS_FRESH_S = 2.0  # a view's "has this bot a callback URL?" may be this old
 NO_DEADLINE_RETRY_S = 30.0  # a failed turn in a game without a move limit: again after
 RETRY_BACKOFF_S = (0.05, 0.2, 0.5)
 NOTIFY_TRIES = 3  # start/end notifications: attempts where no answer came
@@ -419,6 +420,10 @@ class Callbacks:
         self._claim_notes = self.store.r.register_script(CLAIM_NOTES)
         # Called with each finished delivery record (the bench and tests listen here).
         self.on_record: list[Any] = []
+        # the webhook bots as last read (``with_failure``): refreshed by the dispatcher's
+        # scans, else when older than HOOKS_FRESH_S, so a pulling bot's view costs no read
+        self._hooks: frozenset[str] = frozenset()
+        self._hooks_at = -HOOKS_FRESH_S
 
     @property
     def p(self) -> str:
@@ -437,6 +442,7 @@ class Callbacks:
         r.hset(cfg_key(self.p, bot_id), mapping={"url": url, "secret": secret,
                                                  "created": created})
         r.sadd(hooks_key(self.p), bot_id)
+        self._hooks |= {bot_id}
         self.wake(bot_id)
         return {"url": url, "created": created, "secret": secret}
 
@@ -456,6 +462,7 @@ class Callbacks:
     def remove(self, bot_id: str) -> None:
         r = self.store.r
         r.srem(hooks_key(self.p), bot_id)
+        self._hooks -= {bot_id}
         if not r.delete(cfg_key(self.p, bot_id)):
             raise Problem("not-found", "this bot has no callback URL")
 
@@ -466,6 +473,29 @@ class Callbacks:
         if game_id is not None:
             out = [d for d in out if d["game_id"] == game_id]
         return out[:limit]
+
+    def webhook_bots(self, fresh: frozenset[str] | None = None) -> frozenset[str]:
+        """The bots with a callback URL, as read at most ``HOOKS_FRESH_S`` ago (``fresh``:
+        what a scan just read)."""
+        now = time.monotonic()
+        if fresh is not None:
+            self._hooks, self._hooks_at = fresh, now
+        elif now - self._hooks_at > HOOKS_FRESH_S:
+            self._hooks = frozenset(b.decode() for b in self.store.r.smembers(hooks_key(self.p)))
+            self._hooks_at = now
+        return self._hooks
+
+    def with_failure(self, view: dict[str, Any], bot_id: str | None) -> dict[str, Any]:
+        """``view`` (a seat's) with ``callback_failure`` when ``bot_id`` has a callback
+        URL: the last turn delivery in this game that applied nothing (its ``version``
+        says which turn), null when there is none or a later one applied. So a bot sees
+        in its view, as well as in its deliveries, that the service could not use its
+        answer, and may still act by pull before the deadline."""
+        if bot_id is None or view.get("seat") is None or bot_id not in self.webhook_bots():
+            return view
+        raw = self.store.r.hget(failed_key(self.p, bot_id), view["id"])
+        view["callback_failure"] = json.loads(raw) if raw else None
+        return view
 
     def _record(self, bot_id: str, record: dict[str, Any]) -> None:
         pipe = self.store.r.pipeline(transaction=True)  # one hash tag: one slot
@@ -760,6 +790,7 @@ class Dispatcher:
         """The repair pass: every webhook bot is looked at."""
         r = self.cb.store.r
         bots = {b.decode() for b in r.smembers(hooks_key(self.cb.p))}
+        self.cb.webhook_bots(frozenset(bots))
         self._listen(bots)
         for bot in bots:
             self._start(bot)

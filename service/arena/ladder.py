@@ -37,10 +37,13 @@ bot joining does not void a claim of two others. Three steps:
 1. *Claim* (matchmaker): waiting bots become ``matched`` in a new match, atomically, so
    no bot is claimed twice and a bot in a match is never waiting.
 2. *Create*: the claimer creates the game (the game's own keys: another slot, hence a
-   second step), after checking the match is still unbound, then *binds* it (a
-   transaction: the match gets the game id, its bots become ``playing``). A process that
-   dies between claim and bind leaves an unbound match: any matchmaker cancels a match
-   unbound after ``CLAIM_LEASE_S`` and its bots wait again (keeping their place).
+   second step), then *binds* it (a transaction: the match gets the game id, its bots
+   become ``playing``). The game's id is derived from the ladder and the match
+   (``Store.derived_id``) and the game is created only if absent, so "the game of match
+   m" exists at most once, whoever creates it and however late. A process that dies
+   between claim and bind leaves an unbound match: after ``CLAIM_LEASE_S`` any
+   matchmaker does step 2 for it (creating the game, or finding the one the dead
+   process made) and binds it.
 3. *Rate*: a finished game is settled by a transaction that deletes its match, applies
    the result to both ratings and re-queues (or stops) both bots. Its match exists
    until then, so the result counts exactly once whichever processes see the game end —
@@ -50,15 +53,12 @@ bot joining does not void a claim of two others. Three steps:
    Ratings take the games in the order they were settled (``:results``); a bot is in
    one game of a ladder at a time, so replaying ``:results`` in order gives its ratings.
 
-The game (step 2) is the one write outside the ladder's slot. A claimer that dies
-before creating it leaves an unbound match; after ``CLAIM_LEASE_S`` any matchmaker looks
-for the match's game among the games created since the claim (``ORPHAN_PAGES``): found
-(the claimer died after creating it), it binds it, as the claimer would have; not
-found, it cancels the match and its bots wait again. Not covered: a claimer that stalls
-longer than the lease between its last check that the match is unbound and creating the
-game (or a game not found in that bounded look) while its bots are matched again — they
-would then be in two games at once, one of them unrated. A bot on two different ladders
-plays one game on each.
+The game (step 2) is the one write outside the ladder's slot. A match is never
+cancelled, only bound and then settled, so a claimed bot is matched again only after its
+match's one game has been rated: a stalled claimer that wakes up after another process
+did its step 2 finds the game there and the match bound, and makes nothing. So no bot is
+ever in two games of a ladder at once; a bot on two different ladders plays one game on
+each.
 
 A bot whose timeouts in one ladder game reach ``ARENA_LADDER_PAUSE_TIMEOUTS`` is paused
 (checked every ``REPAIR_S`` while the game is live, and when it ends): it is matched no more,
@@ -93,8 +93,7 @@ WAITING, MATCHED, PLAYING, PAUSED, OFF = "waiting", "matched", "playing", "pause
 STATES = [WAITING, MATCHED, PLAYING, PAUSED, OFF]
 WINDOW = 5.0  # ordinal points two bots may differ by at once
 WIDEN_PER_S = 1.0  # ... plus this much per second waited
-CLAIM_LEASE_S = 30.0  # an unbound match older than this is cancelled (its creator died)
-ORPHAN_PAGES = 20  # ... after looking for its game among this many pages of 100 newest
+CLAIM_LEASE_S = 10.0  # an unbound match older than this gets its game from any matchmaker
 PASS_S = 0.25  # how often a matchmaker looks at the queue
 REPAIR_S = 2.0  # how often it looks at every live match (unrated ends, timeouts, stale claims)
 FORM = 10  # results kept in "form"
@@ -479,10 +478,17 @@ class Ladders:
         return made
 
     def _create(self, lad: Ladder, mid: str, match: dict[str, Any]) -> str | None:
-        """Step 2: create the claimed match's game and bind it (see the module docstring)."""
+        """Step 2: create the claimed match's game, or find it made already, and bind it
+        (see the module docstring): the game's id if this call bound it."""
         raw = self.r.hget(self.k_matches(lad.name), mid)
         if raw is None or json.loads(raw).get("game"):
-            return None  # cancelled (this process was too slow) or bound already
+            return None  # bound (and perhaps rated) already: another process was quicker
+        return self._seat(lad, mid, match)
+
+    def _seat(self, lad: Ladder, mid: str, match: dict[str, Any]) -> str | None:
+        """Create match ``mid``'s game if absent and bind it: safe however late (a
+        process that stalled here after seeing the match unbound finds the game made
+        and the match bound by another, and makes nothing)."""
         a, b = match["sides"]
         seats: list[str | None] = [a, b] if lad.players == 2 else [a, b, a, b]
         names = self.store.bot_names([a, b])
@@ -495,20 +501,19 @@ class Ladders:
             "ladder": {"name": lad.name, "match": mid, "claimed": match["at"]},
         }
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
-                                      deadline_for(meta, state, status))
+                                      deadline_for(meta, state, status),
+                                      game_id=self.store.derived_id("ladder", lad.name, mid))
         if not self._bind(lad.name, mid, match["sides"], game.id):
-            log.warning("ladder %s: match %s was cancelled before its game %s was bound; "
-                        "the game is played unrated", lad.name, mid, game.id)
-            return None
-        if status != ACTIVE:  # a first kick can end a game at once (R22)
+            return None  # another process bound it (the same game: its id is the match's)
+        if game.status != ACTIVE:  # a first kick can end a game at once (R22)
             self.settle(lad.name, mid)
         else:  # bound: the game is under way (webhook bots get their start notification)
-            self.arena.announce_status(game, status)
+            self.arena.announce_status(game, game.status)
         return game.id
 
     def _bind(self, name: str, mid: str, sides: list[str], gid: str) -> bool:
         """The match gets its game and its bots become ``playing``: False if the match is
-        gone (cancelled) or bound already."""
+        bound already (or gone: settled)."""
         def bind(tx: Tx) -> bool:
             entries = tx.hmget(self.k_entries(name), sides)
             raw = tx.hget(self.k_matches(name), mid)
@@ -529,20 +534,6 @@ class Ladders:
 
         return bool(self._transact(name, bind))
 
-    def _orphan(self, name: str, mid: str, claimed: float) -> str | None:
-        """The game of an unbound match, if its claimer created it and died before binding
-        it: among the games created since the claim (newest first, a bounded look)."""
-        cursor = None
-        for _ in range(ORPHAN_PAGES):
-            games, cursor = self.store.list_games(None, 100, cursor)
-            for g in games:
-                info = g.meta.get("ladder") or {}
-                if info.get("name") == name and info.get("match") == mid:
-                    return g.id
-            if cursor is None or not games or games[-1].meta.get("created", 0) < claimed - 1:
-                return None
-        return None
-
     # --- settling finished games -------------------------------------------------------------
 
     def _game_finished(self, game: Game) -> None:
@@ -560,10 +551,8 @@ class Ladders:
         match = json.loads(raw)
         gid = match.get("game")
         if gid is None:
-            if time.time() - match["at"] > CLAIM_LEASE_S:
-                orphan = self._orphan(name, mid, match["at"])
-                if orphan is None or not self._bind(name, mid, match["sides"], orphan):
-                    self._cancel(name, mid)
+            if time.time() - match["at"] > CLAIM_LEASE_S:  # its claimer died (or stalls)
+                self._create(self.ladder(name), mid, match)
             return False
         # read afresh: the hook's game object is the one the finishing action started from
         game = self.store.get_game(gid)
@@ -660,30 +649,10 @@ class Ladders:
 
         self._transact(name, decide)
 
-    def _cancel(self, name: str, mid: str) -> None:
-        """An unbound match whose creator is gone: its bots wait again."""
-        def decide(tx: Tx) -> None:
-            raw = tx.hget(self.k_matches(name), mid)
-            if raw is None or json.loads(raw).get("game"):
-                return
-            sides = json.loads(raw)["sides"]
-            entries = tx.hmget(self.k_entries(name), sides)
-            tx.multi()
-            tx.hdel(self.k_matches(name), mid)
-            for bot, eraw in zip(sides, entries, strict=True):
-                e = json.loads(eraw) if eraw else None
-                if e is None or e.get("match") != mid:
-                    continue
-                e.update(match=None, busy=False, game=None)
-                if e["state"] == MATCHED:
-                    e["state"] = OFF if e.get("leaving") else WAITING
-                self._put(tx, name, bot, e)
-
-        self._transact(name, decide)
-
     def settle_all(self) -> None:
         """Look at every live match of every ladder: rate the finished games nobody rated
-        (their process died), pause bots over the timeout limit, cancel stale claims."""
+        (their process died), pause bots over the timeout limit, create the games of claims
+        whose claimer died."""
         for name in self.ladders:
             for mid in self.r.hkeys(self.k_matches(name)):
                 try:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response
 
-from service.arena.callbacks import Callbacks
 from service.http import callback_schemas as cs
-from service.http.routes import operation, respond, sch
+from service.http.routes import callbacks, operation, respond, sch
 
 bp = Blueprint("callbacks", __name__)
 
@@ -21,10 +20,6 @@ _SIGNING = (
     "a minute from your clock and a `delivery` id you have seen (a replay). "
     "`clients/examples/webhook_bot.py` does all three."
 )
-
-
-def callbacks() -> Callbacks:
-    return current_app.extensions["callbacks"]
 
 
 @bp.put("/bots/me/callback")

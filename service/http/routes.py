@@ -22,6 +22,7 @@ from marshmallow import Schema, ValidationError
 
 from service.arena import house
 from service.arena import tournament_control as control
+from service.arena.callbacks import Callbacks
 from service.arena.export import csv_table
 from service.arena.fanout import direct_socket
 from service.arena.games import Arena, dumps
@@ -247,6 +248,10 @@ def arena() -> Arena:
     return current_app.extensions["arena"]
 
 
+def callbacks() -> Callbacks:
+    return current_app.extensions["callbacks"]
+
+
 def respond(schema: Schema | None, data: Any, status: int = 200,
             headers: dict[str, str] | None = None) -> Response:
     body = dumps(schema.dump(data) if schema is not None else data)
@@ -444,7 +449,8 @@ def list_games(query: dict[str, Any]) -> Response:
 def get_game(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     a = arena()
     game = a.get(game_id)
-    return view_response(dumps(a.view(game, bot_id, query.get("seat"))), game.version)
+    view = callbacks().with_failure(a.view(game, bot_id, query.get("seat")), bot_id)
+    return view_response(dumps(view), game.version)
 
 
 @bp.post("/games/<game_id>/seats/<int:seat>")

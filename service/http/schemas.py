@@ -511,6 +511,16 @@ class View(Out):
         metadata={"description": "unix seconds (the service's clock) when this version was "
                   "made: the last move, join or timeout; null for a game older than the field"},
     )
+    # "DeliveryRecord" is service.http.callback_schemas' (which imports this module):
+    # named, so marshmallow's class registry resolves it
+    callback_failure = fields.Nested(
+        "DeliveryRecord", allow_none=True,
+        metadata={"description": "only in the view of your own seat, and only if your bot "
+                  "has a callback URL: the last `turn` delivery in this game that applied "
+                  "nothing (an error status, no answer in time, a bad or refused action; "
+                  "its `version` says which turn), or null if none did or a later one "
+                  "was applied. You may still act by pull until the deadline"},
+    )
 
 
 class TurnAnswer(Out):

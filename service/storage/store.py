@@ -168,11 +168,16 @@ class Store:
         except (KeyError, IndexError, AttributeError):
             return None
 
-    def _run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+    def _run(self, script: Any, keys: list[str], args: list[Any], *, read: bool = False
+             ) -> Any:
         """``script`` on the node that owns ``keys[0]`` (see ``_on``). A MOVED, ASK,
         TRYAGAIN or CLUSTERDOWN answer (nothing ran) goes through the cluster client,
         which follows it and learns the new owner; a node that does not answer makes
-        the cluster client ask the others for the slots (a failover) and is a 503."""
+        the cluster client ask the others for the slots (a failover). A write is then a
+        503 (it may have run: the client retries it with its idempotency key); a
+        ``read`` is asked again through the cluster client, which retries on its own:
+        the slot map just fetched may come from a node that has not yet heard of the
+        promotion and still name the dead master."""
         client = self._on(keys[0])
         if client is not None:
             try:
@@ -181,7 +186,8 @@ class Store:
                 pass
             except (redis.ConnectionError, redis.TimeoutError):
                 self._refresh()
-                raise
+                if not read:
+                    raise
         return script(keys=keys, args=args)
 
     def _refresh(self) -> None:
@@ -352,18 +358,46 @@ class Store:
 
     def create_game(
         self, meta: dict[str, Any], state: State, status: str, turn_bot: str | None,
-        deadline: float | None = None,
+        deadline: float | None = None, *, game_id: str | None = None,
     ) -> Game:
+        """A new game. With ``game_id`` (an id derived from what the game is for, see
+        ``derived_id``) it is created only if absent, else the game already there is
+        returned: however many processes create "the game of X", and however late,
+        there is one."""
         if self.cluster:
-            return self.add_game(None, meta, state, status, turn_bot, deadline)
-        pipe = self.r.pipeline(transaction=True)
-        game = self.add_game(pipe, meta, state, status, turn_bot, deadline)
-        pipe.execute()
-        return game
+            return self.add_game(None, meta, state, status, turn_bot, deadline,
+                                 game_id=game_id)
+        if game_id is None:
+            pipe = self.r.pipeline(transaction=True)
+            game = self.add_game(pipe, meta, state, status, turn_bot, deadline)
+            pipe.execute()
+            return game
+        key = self.game_key(game_id)
+        with self.r.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    found = self._game(game_id, pipe.hgetall(key))
+                    if found is not None:
+                        pipe.unwatch()
+                        return found
+                    pipe.multi()
+                    game = self.add_game(pipe, meta, state, status, turn_bot, deadline,
+                                         game_id=game_id)
+                    pipe.execute()
+                    return game
+                except redis.WatchError:
+                    continue  # another process created it: read it again
+
+    @staticmethod
+    def derived_id(*parts: object) -> str:
+        """A game id that is a function of what the game is for (a tournament's slot, a
+        ladder's match), in the same 12 hex digits as a random one."""
+        return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()[:12]
 
     def add_game(
         self, pipe: Any, meta: dict[str, Any], state: State, status: str,
-        turn_bot: str | None, deadline: float | None = None,
+        turn_bot: str | None, deadline: float | None = None, *, game_id: str | None = None,
     ) -> Game:
         """Queue a new game's writes on ``pipe`` (a MULTI pipeline), so a caller can make
         the game part of a larger transaction (a tournament slot). Nothing exists until
@@ -372,11 +406,13 @@ class Store:
         In a cluster the game is another slot than the caller's transaction: it is
         written here, at once (its indexes first, see ``service.storage.keys``), and a
         tournament's game has its slot's id and is written only if absent, so a retried
-        or lost transaction finds the same game instead of making another."""
+        or lost transaction finds the same game instead of making another. A given
+        ``game_id`` is written only if absent in a cluster; on a single Redis the
+        caller's transaction must watch it (``create_game``)."""
         tour = meta.get("tournament")
-        if self.cluster and tour:
-            game_id = hashlib.sha256(f"{tour['id']}:{tour['slot']}".encode()).hexdigest()[:12]
-        else:
+        if game_id is None and self.cluster and tour:
+            game_id = self.derived_id(tour["id"], tour["slot"])
+        elif game_id is None:
             game_id = secrets.token_hex(6)
         seq = self.r.incr(self.keys.seq)
         state_json = jsonio.dumps(state.to_dict())
@@ -431,8 +467,7 @@ class Store:
             except (AskError, TryAgainError, ClusterDownError):
                 pass
             except (redis.ConnectionError, redis.TimeoutError):
-                self._refresh()
-                raise
+                self._refresh()  # and ask again through the cluster client (``_run``)
         return self._game(game_id, self.r.hgetall(key))
 
     def get_game_and_idem(self, game_id: str, bot_id: str = "", idem: str = ""
@@ -455,7 +490,7 @@ class Store:
             keys = [self.game_key(game_id)]
             if idem:
                 keys.append(self.retry_key(game_id))
-            out = self._run(self._read, keys, [bot_id])
+            out = self._run(self._read, keys, [bot_id], read=True)
         else:
             memory = self.retry_key(game_id) if idem else ""
             out = self._read(keys=[rate_key, self.game_key(game_id), memory],

@@ -252,7 +252,7 @@ def test_leaving_mid_game_plays_it_out_then_stops(api, lad):
     assert [e["state"] for e in (entry(api, t) for t in bots.values())] == ["off", "waiting"]
 
 
-def test_a_match_whose_creator_died_is_cancelled_and_its_bots_wait_again(api, lad, app):
+def test_a_match_whose_creator_died_gets_its_game_from_another_matchmaker(api, lad, app):
     class Dies(Ladders):
         def _create(self, lad, mid, match):  # the process dies after claiming
             return None
@@ -264,11 +264,54 @@ def test_a_match_whose_creator_died_is_cancelled_and_its_bots_wait_again(api, la
     assert dying.match_once("quick") == []
     assert {entry(api, t)["state"] for t in bots.values()} == {"matched"}
     assert lad.pass_once(now=time.time()) == []  # within the lease: left alone
+    assert {entry(api, t)["state"] for t in bots.values()} == {"matched"}
     [mid] = lad.r.hkeys(lad.k_matches("quick"))
     raw = json.loads(lad.r.hget(lad.k_matches("quick"), mid))
-    raw["at"] -= 3600  # the lease ran out
+    raw["at"] -= CLAIM_LEASE_S + 1  # the lease ran out
     lad.r.hset(lad.k_matches("quick"), mid, json.dumps(raw))
-    assert len(lad.pass_once()) == 1  # cancelled, then matched afresh
+    assert lad.pass_once() == []  # the repair made the match's game: no new match
+    games = {entry(api, t)["game_id"] for t in bots.values()}
+    assert games == {lad.store.derived_id("ladder", "quick", mid.decode())}
+    assert {entry(api, t)["state"] for t in bots.values()} == {"playing"}
+    assert len(api.c.get("/games?status=active").json["items"]) == 1
+
+
+def test_a_claimer_that_stalls_past_the_lease_never_seats_a_bot_twice(api, lad, app):
+    """A claimer stalls after seeing its match unbound; past the lease another
+    matchmaker makes and binds the match's game, which is played and rated, and the
+    bots are matched again. When the stalled claimer wakes and carries on, it finds
+    the match's game already there (its id is the match's) and makes nothing: neither
+    bot is ever in two games."""
+    stalled: list[tuple[str, dict]] = []
+
+    class Stalls(Ladders):
+        def _seat(self, lad, mid, match):  # stops here, after its check
+            stalled.append((mid, match))
+            return None
+
+    slow = Stalls(app.extensions["arena"], app.config)
+    bots = dict(api.bot(n) for n in ("a", "b"))
+    for token in bots.values():
+        join(api, token, games=2)
+    assert slow.match_once("quick") == []
+    [(mid, match)] = stalled
+    raw = json.loads(lad.r.hget(lad.k_matches("quick"), mid))
+    raw["at"] -= CLAIM_LEASE_S + 1
+    lad.r.hset(lad.k_matches("quick"), mid, json.dumps(raw))
+    lad.settle_all()  # the repair seats the match
+    [first] = {entry(api, t)["game_id"] for t in bots.values()}
+    # the claimer, woken mid-step while the game is live, makes nothing
+    assert Ladders._seat(slow, lad.ladder("quick"), mid, match) is None
+    assert len(api.c.get("/games?status=active").json["items"]) == 1
+    play_game(api, first, bots, random.Random(5))
+    # rated and queued again; matched again once the window has widened to their gap
+    [second] = lad.pass_once(now=time.time() + 60)
+    assert {entry(api, t)["game_id"] for t in bots.values()} == {second} != {first}
+    # ... and woken after its match was rated and its bots matched again, nor then
+    assert Ladders._seat(slow, lad.ladder("quick"), mid, match) is None
+    active = api.c.get("/games?status=active").json["items"]
+    assert [g["id"] for g in active] == [second]
+    assert [r["game_id"] for r in lad.results("quick")] == [first]
     assert {entry(api, t)["state"] for t in bots.values()} == {"playing"}
 
 
