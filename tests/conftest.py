@@ -13,8 +13,8 @@ a subprocess, which inherits it through ``os.environ["REDIS_URL"]``:
 * ``cluster``: ``$REDIS_URL`` when it answers and is a cluster (``cluster_enabled:1``);
   otherwise the session starts a local Valkey Cluster of 3 masters and 3 replicas from
   the same wheel (:class:`service.storage.embedded_cluster.LocalCluster`) and stops it at
-  the end. ``.ci/run`` runs the service tests a second time this way with
-  ``ARENA_CI_CLUSTER=1``.
+  the end. ``.ci/run`` runs the service tests a second time this way
+  (``ARENA_CI_CLUSTER=0`` leaves that pass out).
 
 Every started server dies with the session's process (``PR_SET_PDEATHSIG``) even if
 pytest is killed. The header of pytest's report says which Redis the session uses.

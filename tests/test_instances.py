@@ -413,7 +413,7 @@ def play_careful(c: Careful, game_id: str, bots: list[dict[str, Any]], seed: int
 
 
 @pytest.mark.skipif(not CLUSTER, reason="a failover needs a cluster with replicas: "
-                    "ARENA_TEST_REDIS=cluster (.ci/run's cluster pass, ARENA_CI_CLUSTER=1)")
+                    "ARENA_TEST_REDIS=cluster (.ci/run's cluster pass)")
 def test_a_master_killed_during_play_gives_clean_answers_and_play_resumes(
     tmp_path: Path,
 ) -> None:
