@@ -17,8 +17,6 @@ import os
 import random
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -31,53 +29,24 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.engine import CARD_NAMES
-from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
-from tests.test_serve import descendants, http_status, kill_leftovers, wait_for
+from tests.test_serve import Serve, descendants, kill_leftovers, stop_process, wait_for
 
 HTTP_TIMEOUT = 15.0
 
 
-class Service:
+class Service(Serve):
     """``allfours serve --workers 2`` on the test Redis and key prefix; output to a file."""
 
     def __init__(self, tmp_path: Path, workers: int = 2, **env: str) -> None:
-        self.port = free_port()
-        self.log = tmp_path / f"service-{self.port}.log"
-        command = [sys.executable, "-m", "service.cli.main", "serve", "--port", str(self.port),
-                   "--workers", str(workers)]
-        with self.log.open("wb") as out:
-            # no house bots: their accounts and long-polls would count in the checks
-            self.proc = subprocess.Popen(command, env={**os.environ, "ARENA_HOUSE_BOTS": "0",
-                                                       **env}, stdout=out,
-                                         stderr=out, cwd=tmp_path, start_new_session=True)
-        self.seen: dict[int, str] = {}
+        # no house bots: their accounts and long-polls would count in the checks
+        super().__init__(tmp_path, None, workers, **{"ARENA_HOUSE_BOTS": "0", **env})
 
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def wait_healthy(self) -> None:
-        def up() -> bool:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited early:\n{self.output()}")
-            return http_status(self.url("/healthz"), 1) == 200
-
-        wait_for(up, 60, f"/healthz; serve said:\n{self.output()}")
-        self.seen = descendants(self.proc.pid)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        """Stop it (SIGKILL after ``timeout``) and kill whatever it left running."""
+        code = stop_process(self.proc, sig, timeout)
         kill_leftovers(self.seen)
-        return self.proc.returncode
+        return code
 
 
 @pytest.fixture

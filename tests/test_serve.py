@@ -125,12 +125,13 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
-def stop_process(proc: subprocess.Popen, sig: int = signal.SIGINT) -> int:
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGINT,
+                 timeout: float = STOP_TIMEOUT) -> int:
     """Signal proc and wait (bounded); SIGKILL as a last resort so a test never hangs."""
     if proc.poll() is None:
         proc.send_signal(sig)
         try:
-            proc.wait(STOP_TIMEOUT)
+            proc.wait(timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -167,9 +168,16 @@ def own_redis(tmp_path: Path) -> Iterator[int]:
 
 
 class Serve:
-    """One ``allfours serve`` process, its stderr captured to a file."""
+    """One ``allfours serve`` process, its stderr captured to a file: the one way the tests
+    start the command and wait for it (``tests/test_operations.py``'s ``Service`` and the
+    tournament CLI's services build on it).
 
-    def __init__(self, tmp_path: Path, data_dir: Path, **env: str) -> None:
+    ``data_dir`` None: no ``--data-dir`` (a service on ``REDIS_URL`` has no use for one).
+    Without ``REDIS_URL`` in ``env`` the process gets none, so it starts its embedded Redis.
+    """
+
+    def __init__(self, tmp_path: Path, data_dir: Path | None, workers: int = 1,
+                 **env: str) -> None:
         self.port = free_port()
         self.log = tmp_path / f"serve-{uuid.uuid4().hex[:8]}.log"
         full_env = {**os.environ, **env}
@@ -177,8 +185,8 @@ class Serve:
             full_env.pop("REDIS_URL", None)
         command = [
             sys.executable, "-m", "service.cli.main", "serve",
-            "--port", str(self.port), "--workers", "1",
-            "--data-dir", str(data_dir),
+            "--port", str(self.port), "--workers", str(workers),
+            *(["--data-dir", str(data_dir)] if data_dir is not None else []),
         ]  # fmt: skip
         with self.log.open("wb") as log:
             # Own session: a signal sent to it reaches serve alone, like a terminal's
@@ -192,13 +200,16 @@ class Serve:
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def wait_healthy(self) -> None:
+    def wait_healthy(self, path: str = "/healthz") -> None:
+        """Until ``path`` answers 200 (``/readyz``: and its Redis answers too); then
+        ``seen`` holds the process's children, for ``kill_leftovers``."""
+
         def up() -> bool:
             if self.proc.poll() is not None:
                 raise AssertionError(f"serve exited early:\n{self.output()}")
-            return http_status(self.url("/healthz"), 1) == 200
+            return http_status(self.url(path), 1) == 200
 
-        wait_for(up, START_TIMEOUT, f"/healthz; serve said:\n{self.output()}")
+        wait_for(up, START_TIMEOUT, f"{path}; serve said:\n{self.output()}")
         self.seen = descendants(self.proc.pid)
 
     def output(self) -> str:

@@ -22,7 +22,14 @@ import pytest
 from service.cli.tournament import TournamentCliError, parse_bots
 from service.engine import Variants
 from service.storage.embedded import free_port
-from tests.test_serve import alive, cmdline, descendants, http_status, stop_process, wait_for
+from tests.test_serve import (  # serve: a fixture
+    alive,
+    cmdline,
+    descendants,
+    http_status,
+    serve,  # noqa: F401
+    stop_process,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT = 120.0
@@ -199,32 +206,13 @@ def test_a_knockout_runs_end_to_end_and_prints_its_bracket(tmp_path: Path) -> No
 
 
 @pytest.fixture
-def running_service(tmp_path: Path):
+def running_service(tmp_path: Path, serve) -> tuple[str, str]:  # noqa: F811 (the fixture)
     """``allfours serve`` with an admin token, on its own embedded Redis."""
-    port, token = free_port(), "tournament-cli-admin"
-    log = tmp_path / "serve.log"
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "service.cli.main", "serve", "--port", str(port),
-             "--workers", "1", "--data-dir", str(tmp_path / "serve-data")],
-            cwd=ROOT, env=_env(ARENA_ADMIN_TOKEN=token, ARENA_LOG_LEVEL="warning"),
-            stdout=fh, stderr=fh, start_new_session=True,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    children: dict[int, str] = {}
-    try:
-        def ready() -> bool:
-            assert proc.poll() is None, log.read_text()
-            children.update(descendants(proc.pid))
-            return http_status(url + "/readyz", 1) == 200
-
-        wait_for(ready, 60, "allfours serve")
-        yield url, token
-    finally:
-        stop_process(proc, signal.SIGINT)
-        for pid, line in children.items():
-            if alive(pid) and cmdline(pid) == line:
-                os.kill(pid, signal.SIGKILL)
+    token = "tournament-cli-admin"
+    process = serve(tmp_path / "serve-data", ARENA_ADMIN_TOKEN=token,
+                    ARENA_LOG_LEVEL="warning")
+    process.wait_healthy("/readyz")
+    return process.url(""), token
 
 
 def test_tournament_against_a_running_service(tmp_path: Path, running_service) -> None:

@@ -6,18 +6,13 @@ prefix of its own, so the bot accounts it holds can be counted."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
-from tests.test_serve import alive, cmdline, descendants, http_status, stop_process, wait_for
-from tests.test_tournament_cli import ROOT, _env, run_tournament
+from tests.test_serve import serve  # noqa: F401 (a fixture)
+from tests.test_tournament_cli import run_tournament
 
 
 def bots(n: int) -> str:
@@ -51,34 +46,16 @@ def test_refused_before_anything_starts_with_every_reason(tmp_path: Path) -> Non
 
 
 @pytest.fixture
-def served_on_test_redis(tmp_path: Path, key_prefix: str, redis_client):
+def served_on_test_redis(tmp_path: Path, key_prefix: str, redis_client,
+                         serve) -> tuple[str, str]:  # noqa: F811 (the fixture)
     """``allfours serve`` on the test Redis under ``key_prefix`` (REDIS_URL set: no
     embedded Redis), with an admin token."""
-    port, token = free_port(), "tournament-checks-admin"
-    log = tmp_path / "serve.log"
-    env = _env(REDIS_URL=REDIS_URL, ARENA_KEY_PREFIX=key_prefix, ARENA_ADMIN_TOKEN=token,
-               ARENA_LOG_LEVEL="warning", ARENA_HOUSE_BOTS="0")  # no accounts but the test's
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "service.cli.main", "serve", "--port", str(port),
-             "--workers", "1"],
-            cwd=ROOT, env=env, stdout=fh, stderr=fh, start_new_session=True,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    children: dict[int, str] = {}
-    try:
-        def ready() -> bool:
-            assert proc.poll() is None, log.read_text()
-            children.update(descendants(proc.pid))
-            return http_status(url + "/readyz", 1) == 200
-
-        wait_for(ready, 60, "allfours serve")
-        yield url, token
-    finally:
-        stop_process(proc, signal.SIGINT)
-        for pid, line in children.items():
-            if alive(pid) and cmdline(pid) == line:
-                os.kill(pid, signal.SIGKILL)
+    token = "tournament-checks-admin"
+    process = serve(tmp_path / "unused-data", REDIS_URL=REDIS_URL, ARENA_KEY_PREFIX=key_prefix,
+                    ARENA_ADMIN_TOKEN=token, ARENA_LOG_LEVEL="warning",
+                    ARENA_HOUSE_BOTS="0")  # no accounts but the test's
+    process.wait_healthy("/readyz")
+    return process.url(""), token
 
 
 def registered(redis_client, prefix: str) -> int:
