@@ -1,13 +1,22 @@
-"""Fixtures for the HTTP service: an app on the test's own key prefix, and a client."""
+"""Fixtures for the HTTP service: an app on the test's own key prefix, and a client; and
+the app under gunicorn as deployed, for the tests that need real worker processes."""
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from service.http.app import create_app
+from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL
 
 ADMIN_TOKEN = "test-admin-token"
@@ -90,3 +99,36 @@ class Api:
 @pytest.fixture
 def api(client):
     return Api(client)
+
+
+@contextmanager
+def gunicorn(**settings: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """(base URL, process) of the app under gunicorn as deployed, two gevent workers (so
+    two sweepers and two callback dispatchers race), on the test Redis with ``settings``
+    in its environment; once ``/healthz`` answers. Stopped (SIGTERM, then SIGKILL) on the
+    way out, so a test that fails half-way leaves no server behind."""
+    port = free_port()
+    env = {**os.environ, "REDIS_URL": REDIS_URL, **settings}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "python:service.http.gunicorn_conf",
+         "--bind", f"127.0.0.1:{port}", "--workers", "2", "service.http.wsgi:app"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        end = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(url + "/healthz", timeout=2).read()
+                break
+            except OSError:
+                assert time.monotonic() < end and proc.poll() is None, "no service"
+                time.sleep(0.1)
+        yield url, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

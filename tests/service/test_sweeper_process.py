@@ -4,17 +4,13 @@ deadlines and finishes a tournament nobody plays, with no client touching the ga
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.request
 from typing import Any
 
 import pytest
 
-from service.storage.embedded import free_port
-from tests.conftest import REDIS_URL
+from tests.service.conftest import gunicorn
 
 
 def call(url: str, body: Any = None, token: str | None = None) -> Any:
@@ -29,33 +25,9 @@ def call(url: str, body: Any = None, token: str | None = None) -> Any:
 
 @pytest.fixture
 def service(key_prefix, redis_client):
-    port = free_port()
-    env = {**os.environ, "REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
-           "ARENA_ADMIN_TOKEN": "proc-admin", "ARENA_RATE_LIMIT": "0"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "python:service.http.gunicorn_conf",
-         "--bind", f"127.0.0.1:{port}", "--workers", "2", "service.http.wsgi:app"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        end = time.monotonic() + 30
-        while True:
-            try:
-                call(url + "/healthz")
-                break
-            except OSError:
-                if time.monotonic() > end or proc.poll() is not None:
-                    raise
-                time.sleep(0.1)
+    with gunicorn(ARENA_KEY_PREFIX=key_prefix, ARENA_ADMIN_TOKEN="proc-admin",
+                  ARENA_RATE_LIMIT="0") as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_gunicorn_workers_enforce_deadlines_and_run_tournaments(service):

@@ -18,7 +18,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -34,9 +33,9 @@ from werkzeug.serving import make_server
 
 from clients.examples.webhook_bot import create_app as example_bot
 from service.arena.callbacks import sign
-from service.storage.embedded import free_port
 from tests.conftest import REDIS_URL, missing
 from tests.contract import CONTRACT, ROOT
+from tests.service.conftest import gunicorn
 
 ALLOWED = "127.0.0.2"  # the only network the service may call (ARENA_CALLBACK_NETWORKS)
 REQUEST_SCHEMA = {"$ref": "#/components/schemas/CallbackRequest"}
@@ -68,6 +67,15 @@ class Service:
     def bot(self, name: str) -> tuple[str, str]:
         b = self.call("POST", "/bots", body={"name": name})
         return b["id"], b["token"]
+
+    def against_puller(self, hook_id: str, **settings: Any) -> tuple[dict[str, Any], str]:
+        """A 2-player game (seed 11 unless ``settings`` say otherwise) of the bot ``hook_id``
+        in seat 0 against a new pulling bot in seat 1, which creates it: (the game, the
+        puller's token). Register the bot's callback first: its first turn is called."""
+        pull_id, pull_token = self.bot("puller")
+        game = self.call("POST", "/games", pull_token,
+                         {"players": 2, "seats": [hook_id, pull_id], "seed": 11, **settings})
+        return game, pull_token
 
     def record(self, game_id: str) -> dict[str, Any]:
         return self.call("GET", f"/games/{game_id}/record")
@@ -101,33 +109,12 @@ class Service:
 @pytest.fixture(scope="module")
 def service(redis_client) -> Iterator[Service]:
     prefix = f"aftest:{uuid.uuid4().hex[:12]}:"
-    port = free_port()
-    env = {**os.environ, "REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": prefix,
-           "ARENA_RATE_LIMIT": "0", "ARENA_CALLBACK_NETWORKS": f"{ALLOWED}/32",
-           "ARENA_CALLBACK_TIMEOUT": "6", "ARENA_ACCESS_LOG": "0"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "python:service.http.gunicorn_conf",
-         "--bind", f"127.0.0.1:{port}", "--workers", "2", "service.http.wsgi:app"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
     try:
-        end = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(url + "/healthz", timeout=2).read()
-                break
-            except OSError:
-                assert time.monotonic() < end and proc.poll() is None, "no service"
-                time.sleep(0.1)
-        yield Service(url, proc)
+        with gunicorn(ARENA_KEY_PREFIX=prefix, ARENA_RATE_LIMIT="0",
+                      ARENA_CALLBACK_NETWORKS=f"{ALLOWED}/32", ARENA_CALLBACK_TIMEOUT="6",
+                      ARENA_ACCESS_LOG="0") as (url, proc):
+            yield Service(url, proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
         keys = list(redis_client.scan_iter(match=f"{prefix}*", count=1000))
         for i in range(0, len(keys), 500):
             redis_client.delete(*keys[i:i + 500])
@@ -138,6 +125,7 @@ class Seen:
 
     def __init__(self) -> None:
         self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.held: list[tuple[str, int]] = []  # callers of calls held unanswered
         self.lock = threading.Lock()
 
     def add(self, headers: dict[str, str], body: bytes) -> None:
@@ -203,10 +191,14 @@ class Scripted(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def scripted_server(behave: Callable[[dict[str, Any]], tuple[int, bytes, float]],
+Answer = tuple[int, bytes, float] | threading.Event
+
+
+def scripted_server(behave: Callable[[dict[str, Any]], Answer],
                     host: str = ALLOWED) -> tuple[str, Seen, Scripted]:
     """A bot server whose answer to each request is ``behave(message)``: (status, body,
-    seconds to stall first)."""
+    seconds to stall first); or an Event: the call is held, unanswered, until the event is
+    set (30 s at most), its caller's address (ip, port) kept in ``seen.held``."""
     seen = Seen()
 
     class Handler(BaseHTTPRequestHandler):
@@ -215,7 +207,12 @@ def scripted_server(behave: Callable[[dict[str, Any]], tuple[int, bytes, float]]
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             seen.add(dict(self.headers), body)
-            status, out, stall = behave(json.loads(body))
+            answer = behave(json.loads(body))
+            if isinstance(answer, threading.Event):
+                seen.held.append(self.client_address[:2])
+                answer.wait(30)
+                return
+            status, out, stall = answer
             time.sleep(stall)
             try:
                 self.send_response(status)
@@ -278,11 +275,8 @@ def test_a_url_that_can_never_be_called_is_refused_at_registration(service, url)
 
 def test_a_webhook_bot_plays_a_whole_game_against_a_pulling_bot(service, example_bots):
     hook_id, hook_token = service.bot("webhook")
-    pull_id, pull_token = service.bot("puller")
     seen = example_bots(service, hook_token)
-    game = service.call("POST", "/games", pull_token,
-                        {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
-                         "variants": {"target": 3}, "move_limit": 5})
+    game, pull_token = service.against_puller(hook_id, variants={"target": 3}, move_limit=5)
     end = service.play_by_pull(game["id"], pull_token)
     assert end["status"] == "finished"
     record = service.record(game["id"])
@@ -368,13 +362,10 @@ BEHAVIOURS: dict[str, tuple[Callable[[dict[str, Any]], tuple[int, bytes, float]]
 def test_a_failing_webhook_bot_gets_the_default_action_and_sees_why(service, name):
     behave, outcome = BEHAVIOURS[name]
     hook_id, hook_token = service.bot("failing")
-    pull_id, pull_token = service.bot("puller")
     url, seen, server = scripted_server(behave)
     try:
         register(service, hook_token, url)
-        game = service.call("POST", "/games", pull_token,
-                            {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
-                             "move_limit": 1.0})
+        game, pull_token = service.against_puller(hook_id, move_limit=1.0)
         gid = game["id"]
 
         def two_failures() -> bool:
@@ -439,11 +430,8 @@ def test_a_callback_to_a_refused_address_is_never_made(service):
     thread.start()
     try:
         hook_id, hook_token = service.bot("rebinder")
-        pull_id, pull_token = service.bot("puller")
         register(service, hook_token, f"http://localhost:{port}/")
-        game = service.call("POST", "/games", pull_token,
-                            {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
-                             "move_limit": 1.0})
+        game, pull_token = service.against_puller(hook_id, move_limit=1.0)
         records = wait_for("a refused delivery", lambda: [
             d for d in service.deliveries(hook_token, game["id"]) if d["event"] == "turn"])
         service.play_by_pull(game["id"], pull_token, seconds=60, until=lambda: any(
@@ -474,11 +462,8 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> int:
 
 def test_the_example_bot_detects_forged_stale_and_replayed_requests(service, example_bots):
     hook_id, hook_token = service.bot("careful")
-    pull_id, pull_token = service.bot("puller")
     bot = example_bots(service, hook_token)
-    game = service.call("POST", "/games", pull_token,
-                        {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
-                         "move_limit": 5})
+    game, pull_token = service.against_puller(hook_id, move_limit=5)
     wait_for("a genuine turn request", lambda: bot.messages("turn"))
     headers, body = next((h, b) for h, b in bot.requests if json.loads(b)["event"] == "turn")
     genuine = {k: headers[k] for k in ("Arena-Timestamp", "Arena-Signature", "Arena-Delivery",
@@ -522,45 +507,23 @@ def test_a_worker_killed_mid_delivery_leaves_the_turn_to_another(service):
     """The first call of a turn stalls; the worker making it is killed (SIGKILL). When its
     lease ends another worker claims the turn and calls again; that answer is applied,
     once, in time."""
-    held: list[tuple[str, int]] = []
     release = threading.Event()
     calls: list[int] = []
 
-    seen = Seen()
+    def behave(msg: dict[str, Any]) -> Answer:
+        if msg["event"] != "turn":
+            return 200, b"{}", 0.0
+        calls.append(msg["version"])
+        if len(calls) == 1:
+            return release
+        return 200, json.dumps({"action": msg["view"]["legal_actions"][0]}).encode(), 0.0
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            seen.add(dict(self.headers), body)
-            msg = json.loads(body)
-            if msg["event"] == "turn":
-                calls.append(msg["version"])
-                if len(calls) == 1:
-                    held.append(self.client_address[:2])
-                    release.wait(30)
-                    return
-                out = json.dumps({"action": msg["view"]["legal_actions"][0]}).encode()
-            else:
-                out = b"{}"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = Scripted((ALLOWED, 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url, seen, server = scripted_server(behave)
+    held = seen.held
     try:
         hook_id, hook_token = service.bot("mortal")
-        pull_id, pull_token = service.bot("puller")
-        register(service, hook_token, f"http://{ALLOWED}:{server.server_port}/")
-        game = service.call("POST", "/games", pull_token,
-                            {"players": 2, "seats": [hook_id, pull_id], "seed": 11,
-                             "move_limit": 30})
+        register(service, hook_token, url)
+        game, pull_token = service.against_puller(hook_id, move_limit=30)
         gid = game["id"]
         # the puller plays until the webhook bot's first call is being held
         service.play_by_pull(gid, pull_token, until=lambda: bool(held), seconds=30)
