@@ -31,6 +31,7 @@ from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN
 from tests.service.test_retries_and_waiting import _parse_sse
+from tests.service.test_tournaments import add_game
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
@@ -337,18 +338,8 @@ def recompute(c: Any, t: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], lis
             matches.setdefault(frozenset(g["teams"]), []).append((g, rec))
             same_cards.setdefault(rec["seed"], []).append((g, rec))
             for team, bot in enumerate(g["teams"]):
-                row = rows[bot]
-                row["played"] += 1
-                row["won" if rec["winner"] == team else "lost"] += 1
-                row["points_for"] += rec["scores"][team]
-                row["points_against"] += rec["scores"][1 - team]
-                row["timeouts"] += sum(1 for x in rec["timeouts"] if x["seat"] % 2 == team)
-                for hand in rec["hands"]:
-                    pts = [0, 0]
-                    for item in hand["items"]:
-                        if item["team"] is not None:
-                            pts[item["team"]] += item["points"]
-                    row["hands_won"] += pts[team] > pts[1 - team]
+                add_game(rows[bot], rec, team)
+                rows[bot]["lost"] += rec["winner"] != team
         # the deal numbers the tournament shows group exactly the games dealt alike
         assert sorted(sorted(g["slot"] for g, _ in v) for v in same_cards.values()) == sorted(
             sorted(g["slot"] for g in rnd["games"] if g["deal"] == d)

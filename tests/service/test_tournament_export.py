@@ -11,8 +11,8 @@ from typing import Any
 
 from tests.service.test_tournaments import (
     all_games,
-    auth,
     create,
+    play_game_at_random,
     register,
     run_to_end,
 )
@@ -89,15 +89,7 @@ def test_a_live_duplicate_tournaments_export_keeps_the_embargo(client):
                variants={"target": 3})
     one, two = all_games(t)
     assert one["deal"] == two["deal"]
-    gid = one["game_id"]
-    rng = random.Random(2)
-    store = client.application.extensions["arena"].store
-    while (game := store.get_game(gid)).status != "finished":
-        bot = game.seats[game.state.turn]
-        v = client.get(f"/games/{gid}", headers=auth(bots[bot])).json
-        r = client.post(f"/games/{gid}/actions", headers=auth(bots[bot]),
-                        json={"action": rng.choice(v["legal_actions"])})
-        assert r.status_code == 200
+    play_game_at_random(client, bots, one["game_id"], random.Random(2))
     detail = client.get(f"/tournaments/{t['id']}").json
     ex = client.get(f"/tournaments/{t['id']}/export").json
     assert ex["games"] == [{"round": 1, **g, "record": f"/games/{g['game_id']}/record"}

@@ -77,27 +77,46 @@ def all_games(t: dict[str, Any]) -> list[dict[str, Any]]:
     return [g for r in t["rounds"] for g in r["games"]]
 
 
+def play_game_at_random(client: Any, bots: dict[str, str], gid: str,
+                        rng: random.Random) -> dict[str, Any]:
+    """Game ``gid`` played to its end, each bot in turn choosing at random, while the rest
+    of its tournament waits; the last action's answer."""
+    store = client.application.extensions["arena"].store
+    last: dict[str, Any] = {}
+    while (game := store.get_game(gid)).status != "finished":
+        bot = game.seats[game.state.turn]
+        v = client.get(f"/games/{gid}", headers=auth(bots[bot])).json
+        r = client.post(f"/games/{gid}/actions", headers=auth(bots[bot]),
+                        json={"action": rng.choice(v["legal_actions"])})
+        assert r.status_code == 200
+        last = r.json
+    return last
+
+
+def add_game(row: Any, rec: dict[str, Any], team: int) -> None:
+    """One game's record added to the standings row of the entrant that played ``team``
+    (seats of that parity): played, won, points for and against, timeouts, hands won."""
+    row["played"] += 1
+    row["won"] += rec["winner"] == team
+    row["points_for"] += rec["scores"][team]
+    row["points_against"] += rec["scores"][1 - team]
+    row["timeouts"] += sum(1 for x in rec["timeouts"] if x["seat"] % 2 == team)
+    for hand in rec["hands"]:
+        pts = [0, 0]
+        for item in hand["items"]:
+            if item["team"] is not None:
+                pts[item["team"]] += item["points"]
+        row["hands_won"] += pts[team] > pts[1 - team]
+
+
 def expected_standings(client: Any, t: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Standings computed independently from each game's record."""
     rows: dict[str, Counter] = {e["bot_id"]: Counter() for e in t["entrants"]}
     for g in all_games(t):
         rec = client.get(f"/games/{g['game_id']}/record").json
         assert rec["complete"]
-        players = rec["players"]
         for team, bot in enumerate(g["teams"]):
-            seats = [s for s in range(players) if s % 2 == team]
-            row = rows[bot]
-            row["played"] += 1
-            row["won"] += rec["winner"] == team
-            row["points_for"] += rec["scores"][team]
-            row["points_against"] += rec["scores"][1 - team]
-            row["timeouts"] += sum(1 for x in rec["timeouts"] if x["seat"] in seats)
-            for hand in rec["hands"]:
-                pts = [0, 0]
-                for item in hand["items"]:
-                    if item["team"] is not None:
-                        pts[item["team"]] += item["points"]
-                row["hands_won"] += pts[team] > pts[1 - team]
+            add_game(rows[bot], rec, team)
     return {b: dict(c) for b, c in rows.items()}
 
 
@@ -330,15 +349,7 @@ def test_trusted_twins_replay_a_deal_with_the_teams_swapped_under_embargo(client
     # one twin played to its end while the other has not moved: the deal is embargoed
     first, second = twins[0]
     gid = first["game_id"]
-    rng = random.Random(1)
-    store = client.application.extensions["arena"].store
-    while (game := store.get_game(gid)).status != "finished":
-        bot = game.seats[game.state.turn]
-        v = client.get(f"/games/{gid}", headers=auth(bots[bot])).json
-        r = client.post(f"/games/{gid}/actions", headers=auth(bots[bot]),
-                        json={"action": rng.choice(v["legal_actions"])})
-        assert r.status_code == 200
-        last = r.json
+    last = play_game_at_random(client, bots, gid, random.Random(1))
     assert last["status"] == "finished"
     assert "hands" not in last and "seed" not in last  # not even in the final answer
     for path in (f"/games/{gid}", f"/games/{gid}/record", f"/games/{gid}/turn",
