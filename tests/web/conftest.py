@@ -23,6 +23,7 @@ from tests.web.support import (
     Api,
     RandomBot,
     Service,
+    new_page,
 )
 
 
@@ -91,14 +92,8 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser, service) -> Iterator[Any]:
     """A fresh browser tab (desktop size) on the service; console errors fail the test."""
-    context = browser.new_context(viewport=DESKTOP, base_url=service.base)
-    pg = context.new_page()
-    pg.set_default_timeout(20_000)
-    problems: list[str] = []
-    pg.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
-          if m.type == "error" and "409" not in m.text and "422" not in m.text else None)
-    pg.problems = problems  # type: ignore[attr-defined]
+    pg = new_page(browser, service, DESKTOP)
+    problems = pg.problems
     yield pg
-    context.close()
+    pg.context.close()
     assert not problems, problems

@@ -43,6 +43,21 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def new_page(browser: Any, service: Any, viewport: dict[str, int]) -> Any:
+    """A fresh browser tab of ``viewport`` size on the service, in a context of its own
+    (``pg.context``). Page errors and console errors (but the 409 and 422 answers the
+    pages handle) are gathered in ``pg.problems``, for the test to fail on at its end."""
+    context = browser.new_context(viewport=viewport, base_url=service.base)
+    pg = context.new_page()
+    pg.set_default_timeout(20_000)
+    problems: list[str] = []
+    pg.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+          if m.type == "error" and "409" not in m.text and "422" not in m.text else None)
+    pg.problems = problems
+    return pg
+
+
 def _redis() -> Any:
     import redis
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import missing
-from tests.web.support import ADMIN, PHONE, screenshot, wait_until
-from tests.web.test_person import DESKTOP_800, new_page
+from tests.web.support import ADMIN, PHONE, new_page, screenshot, wait_until
+from tests.web.test_person import DESKTOP_800
 
 AXE = Path(__file__).parent / "node_modules" / "axe-core" / "axe.min.js"
 SIZES = {"desktop": DESKTOP_800, "phone": PHONE}

@@ -14,22 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.web.support import PHONE, screenshot, wait_until
+from tests.web.support import PHONE, new_page, screenshot, wait_until
 
 DESKTOP_800 = {"width": 1280, "height": 800}
 SIZES = {"desktop": DESKTOP_800, "phone": PHONE}
-
-
-def new_page(browser: Any, service: Any, viewport: dict[str, int]) -> Any:
-    context = browser.new_context(viewport=viewport, base_url=service.base)
-    pg = context.new_page()
-    pg.set_default_timeout(20_000)
-    problems: list[str] = []
-    pg.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
-          if m.type == "error" and "409" not in m.text and "422" not in m.text else None)
-    pg.problems = problems  # type: ignore[attr-defined]
-    return pg
 
 
 @pytest.fixture(params=sorted(SIZES))
