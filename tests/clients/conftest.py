@@ -1,5 +1,6 @@
 """The live service for client tests: gunicorn (gevent workers, as deployed) on a free port,
-on a Redis key prefix of its own; and a TCP proxy that can cut a connection on purpose.
+on a Redis key prefix of its own; a TCP proxy that can cut a connection on purpose; and
+helpers for bots run as processes of their own (the shell and TypeScript bots).
 
 One service serves the whole session (starting gunicorn costs a second or two); every
 test registers bots of its own, so tests never see each other's games. At the end the
@@ -30,6 +31,27 @@ from tests.conftest import REDIS_URL
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 ADMIN_TOKEN = "client-tests-admin-token"
+
+
+def first_line(proc: subprocess.Popen[str], seconds: float) -> str:
+    """The first line a bot process prints (the shell and TypeScript bots: the id and token
+    they registered), read on a thread of its own so that a silent bot fails the test after
+    ``seconds`` instead of hanging it."""
+    assert proc.stdout is not None
+    stdout = proc.stdout
+    line: list[str] = []
+    reader = threading.Thread(target=lambda: line.append(stdout.readline()))
+    reader.start()
+    reader.join(seconds)
+    return line[0]
+
+
+def kill_bots(*procs: subprocess.Popen[str]) -> None:
+    """Kill and reap what still runs of ``procs`` (a test that failed half-way)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def _healthy(url: str) -> bool:

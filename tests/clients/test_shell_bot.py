@@ -14,6 +14,7 @@ import pytest
 
 from clients.api import ArenaClient
 from clients.runner import BotRunner
+from tests.clients.conftest import first_line, kill_bots
 from tests.conftest import missing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,12 +39,7 @@ def test_the_shell_bot_registers_and_plays_a_whole_game_against_a_python_bot(
     thread: threading.Thread | None = None
     try:
         # the shell bot registers itself and prints its id and token first
-        assert proc.stdout is not None
-        line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()))
-        reader.start()
-        reader.join(15)
-        me = json.loads(line[0])
+        me = json.loads(first_line(proc, 15))
         assert ArenaClient(live_url, token=me["token"]).me().id == me["id"]
 
         python = ArenaClient(live_url)
@@ -58,9 +54,7 @@ def test_the_shell_bot_registers_and_plays_a_whole_game_against_a_python_bot(
         thread.join(15)
         assert not thread.is_alive()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        kill_bots(proc)
         if runner is not None:
             runner.stop()
         if thread is not None:

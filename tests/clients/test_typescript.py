@@ -30,6 +30,7 @@ import yaml
 from clients.api import ArenaClient
 from clients.runner import BotRunner
 from clients.strategies.base import RandomStrategy
+from tests.clients.conftest import first_line, kill_bots
 from tests.conftest import missing
 
 if TYPE_CHECKING:
@@ -86,9 +87,7 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[dict[str, Any], str]:
     try:
         out, err = proc.communicate(timeout=GAME_TIMEOUT)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        kill_bots(proc)
     assert proc.returncode == 0, f"the TS bot failed:\n{err}"
     return json.loads(out.strip().splitlines()[-1]), err
 
@@ -149,12 +148,7 @@ def test_the_typescript_bot_registers_and_plays_a_2_player_game_against_a_python
     proc = _start(ts_bot, live_url, ARENA_NAME="ts-bot", ARENA_SEED="2")
     try:
         # it registers itself (POST /bots) and prints its id and token first
-        assert proc.stdout is not None
-        first: list[str] = []
-        reader = threading.Thread(target=lambda: first.append(proc.stdout.readline()))
-        reader.start()
-        reader.join(30)
-        me = json.loads(first[0])
+        me = json.loads(first_line(proc, 30))
         assert ArenaClient(live_url, token=me["token"]).me().id == me["id"]
 
         python = python_bots.register("py-random")
@@ -163,9 +157,7 @@ def test_the_typescript_bot_registers_and_plays_a_2_player_game_against_a_python
         summary, err = _finish(proc)
         python_bots.join()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        kill_bots(proc)
 
     _assert_played_cleanly(summary, game.id)
     assert f"playing game {game.id}" in err
@@ -199,10 +191,7 @@ def test_two_typescript_bots_play_a_4_player_game_with_the_python_bots(
         summaries = [_finish(p)[0] for p in procs]
         python_bots.join()
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
+        kill_bots(*procs)
 
     for summary in summaries:
         _assert_played_cleanly(summary, game.id)
@@ -238,10 +227,7 @@ def test_two_typescript_bots_racing_for_one_seat_re_read_after_409(
         summaries = [_finish(p)[0] for p in procs]
         python_bots.join()
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
+        kill_bots(*procs)
 
     for summary in summaries:
         assert summary["contract_failures"] == 0 and summary["illegal"] == 0
