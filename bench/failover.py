@@ -50,6 +50,7 @@ from typing import Any  # noqa: E402
 
 import requests  # noqa: E402
 
+from bench.harness import stop  # noqa: E402
 from service.storage.embedded import die_with_parent, free_port  # noqa: E402
 from service.storage.embedded_cluster import LocalCluster, ports_free  # noqa: E402
 
@@ -186,11 +187,7 @@ def main() -> None:
             elapsed = time.monotonic() - started
             lost = _lost(bases[0], tally)
         finally:
-            serve.send_signal(signal.SIGINT)
-            try:
-                serve.wait(30)
-            except subprocess.TimeoutExpired:
-                serve.kill()
+            stop(serve, 30, signal.SIGINT)
             log.close()
     print(json.dumps({
         "bench": "failover",

@@ -193,10 +193,13 @@ def gc_pauses(log_dir: Path, pids: list[int], since: float, until: float) -> dic
 # --- processes -------------------------------------------------------------------------------
 
 
-def stop(proc: subprocess.Popen[bytes] | None, timeout: float = 20.0) -> None:
+def stop(proc: subprocess.Popen[bytes] | None, timeout: float = 20.0,
+         sig: int = signal.SIGTERM) -> None:
+    """Signal ``proc`` (SIGINT for ``allfours serve``, as Ctrl-C would) and wait at most
+    ``timeout`` s, then SIGKILL it: a bench never hangs on its way out."""
     if proc is None or proc.poll() is not None:
         return
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:

@@ -33,7 +33,6 @@ import argparse
 import json
 import logging
 import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -56,32 +55,11 @@ import redis  # noqa: E402
 import requests  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
+from bench.harness import HOST, stop, wait_until  # noqa: E402
 from clients.examples import webhook_bot  # noqa: E402
 from service.cli.serve import gunicorn_command  # noqa: E402
 from service.storage.embedded import die_with_parent, find_server_binary, free_port, ping  # noqa: E402
 from service.storage.wakeups import game_message  # noqa: E402
-
-HOST = "127.0.0.1"
-
-
-def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"timed out waiting for {what}")
-
-
-def stop(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 class Api:
@@ -295,8 +273,8 @@ def main() -> None:
     finally:
         if server is not None:
             server.shutdown()
-        stop(service)
-        stop(redis_proc)
+        stop(service, 15)
+        stop(redis_proc, 15)
 
 
 if __name__ == "__main__":
