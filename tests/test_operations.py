@@ -30,7 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service.engine import CARD_NAMES
 from tests.conftest import REDIS_URL
-from tests.test_serve import Serve, descendants, kill_leftovers, stop_process, wait_for
+from tests.test_serve import Serve, descendants, kill_leftovers, wait_for
 
 HTTP_TIMEOUT = 15.0
 
@@ -42,9 +42,9 @@ class Service(Serve):
         # no house bots: their accounts and long-polls would count in the checks
         super().__init__(tmp_path, None, workers, **{"ARENA_HOUSE_BOTS": "0", **env})
 
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
-        """Stop it (SIGKILL after ``timeout``) and kill whatever it left running."""
-        code = stop_process(self.proc, sig, timeout)
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Stop it (SIGTERM unless told otherwise) and kill whatever it left running."""
+        code = super().stop(sig)
         kill_leftovers(self.seen)
         return code
 

@@ -125,13 +125,12 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
-def stop_process(proc: subprocess.Popen, sig: int = signal.SIGINT,
-                 timeout: float = STOP_TIMEOUT) -> int:
+def stop_process(proc: subprocess.Popen, sig: int = signal.SIGINT) -> int:
     """Signal proc and wait (bounded); SIGKILL as a last resort so a test never hangs."""
     if proc.poll() is None:
         proc.send_signal(sig)
         try:
-            proc.wait(timeout)
+            proc.wait(STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
