@@ -30,7 +30,8 @@ class BackgroundLoop:
         raise NotImplementedError
 
     def idle_s(self) -> float:
-        """How long to wait after a pass (0: a pass waits for its work itself)."""
+        """How long to wait after a pass (0: not at all, a pass waits for its work
+        itself)."""
         return 0.0
 
     def due(self, every_s: float) -> bool:
@@ -54,7 +55,9 @@ class BackgroundLoop:
             except Exception:  # Redis down, say: keep trying, quietly
                 self.log.warning("%s pass failed", self.what, exc_info=True)
                 self._stop.wait(1.0)
-            self._stop.wait(self.idle_s())
+            idle = self.idle_s()
+            if idle > 0:  # (a wait of 0 would still yield to other greenlets under gevent)
+                self._stop.wait(idle)
 
     def start(self) -> Self:
         self._thread = threading.Thread(target=self.run, name=self.thread_name, daemon=True)
