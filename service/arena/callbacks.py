@@ -95,6 +95,7 @@ from urllib3.exceptions import (
     ReadTimeoutError,
 )
 
+from service.arena.loop import BackgroundLoop
 from service.arena.status import ACTIVE, FINISHED
 from service.engine import IllegalAction
 from service.http.problems import Problem
@@ -750,13 +751,18 @@ class _TurnWaiter(Waiter):
         self.inbox.put(self.bot_id)
 
 
-class Dispatcher:
+class Dispatcher(BackgroundLoop):
     """Per process: hears webhook bots' turns and calls them (see the module docstring).
     One loop thread (a greenlet under gevent) hears the wake-ups; one thread per bot at a
     time looks for its turns and claims them; each claimed turn is called in a thread of
     its own, at most ``CONCURRENCY`` at once."""
 
+    thread_name = "allfours-callbacks"
+    what = "callback dispatcher"
+    log = logging.getLogger(__name__)
+
     def __init__(self, callbacks: Callbacks, scan_s: float = SCAN_S) -> None:
+        super().__init__()
         self.cb = callbacks
         self.arena = callbacks.arena
         self.scan_s = scan_s
@@ -767,8 +773,6 @@ class Dispatcher:
         self._notifying: set[str] = set()
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(CONCURRENCY)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         callbacks.dispatcher = self  # type: ignore[attr-defined]
 
     def wake(self, bot_id: str) -> None:
@@ -868,40 +872,28 @@ class Dispatcher:
             self._slots.release()
             self.wake(claim.bot_id)
 
-    def run(self) -> None:
-        next_scan = 0.0
-        while not self._stop.is_set():
+    def pass_once(self) -> None:
+        """Scan every ``scan_s``; meanwhile wait for wake-ups and start on the bots woken."""
+        if self.due(self.scan_s):
+            self.scan_once()
+        try:
+            bot = self.inbox.get(timeout=self.until_due())
+        except queue.Empty:
+            return
+        woken = {bot}
+        while True:
             try:
-                if time.monotonic() >= next_scan:
-                    next_scan = time.monotonic() + self.scan_s
-                    self.scan_once()
-                try:
-                    bot = self.inbox.get(timeout=max(0.0, next_scan - time.monotonic()))
-                except queue.Empty:
-                    continue
-                woken = {bot}
-                while True:
-                    try:
-                        woken.add(self.inbox.get_nowait())
-                    except queue.Empty:
-                        break
-                for b in woken:
-                    self._start(b)
-            except Exception:  # Redis down, say: keep trying, quietly
-                log.warning("callback dispatcher pass failed", exc_info=True)
-                self._stop.wait(1.0)
+                woken.add(self.inbox.get_nowait())
+            except queue.Empty:
+                break
+        for b in woken:
+            self._start(b)
 
-    def start(self) -> Dispatcher:
-        self._thread = threading.Thread(target=self.run, name="allfours-callbacks",
-                                        daemon=True)
-        self._thread.start()
-        return self
+    def wake_to_stop(self) -> None:
+        self.inbox.put("")
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self.inbox.put("")
-        if self._thread is not None:
-            self._thread.join(timeout)
+        super().stop(timeout)
         for w in list(self._waiters.values()):
             w.__exit__()
         self._waiters.clear()

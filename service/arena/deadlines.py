@@ -32,10 +32,10 @@ finishing a game and scheduling the next is repaired there; see ``service.arena.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from service.arena.loop import BackgroundLoop
 from service.engine import GIVE_ONE, PLAY, RUN_PACK, STAND, STAND_OR_BEG, State, legal_actions
 
 if TYPE_CHECKING:
@@ -63,17 +63,21 @@ def default_action(state: State) -> int:
     return GIVE_ONE if GIVE_ONE in legal else RUN_PACK
 
 
-class Sweeper:
-    """Applies due timeouts and repairs tournaments; one per worker, any number at once."""
+class Sweeper(BackgroundLoop):
+    """Applies due timeouts every ``sweep_s`` and repairs tournaments every ``repair_s``;
+    one per worker, any number at once."""
+
+    thread_name = "allfours-sweeper"
+    what = "sweeper"
+    log = logging.getLogger(__name__)
 
     def __init__(self, arena: Arena, tournaments: Tournaments | None = None,
                  sweep_s: float = SWEEP_S, repair_s: float = REPAIR_S) -> None:
+        super().__init__()
         self.arena = arena
         self.tournaments = tournaments
         self.sweep_s = sweep_s
         self.repair_s = repair_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._next_reconcile = 0.0
 
     def sweep_once(self, now: float | None = None) -> int:
@@ -104,28 +108,13 @@ class Sweeper:
         if self.tournaments is not None:
             self.tournaments.advance_all()
 
-    def run(self) -> None:
-        next_repair = 0.0
-        while not self._stop.is_set():
-            try:
-                self.sweep_once()
-                if time.monotonic() >= next_repair:
-                    next_repair = time.monotonic() + self.repair_s
-                    self.repair_once()
-            except Exception:  # Redis down, say: keep trying, quietly
-                log.warning("sweeper pass failed", exc_info=True)
-                self._stop.wait(1.0)
-            self._stop.wait(self.sweep_s)
+    def pass_once(self) -> None:
+        self.sweep_once()
+        if self.due(self.repair_s):
+            self.repair_once()
 
-    def start(self) -> Sweeper:
-        self._thread = threading.Thread(target=self.run, name="allfours-sweeper", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+    def idle_s(self) -> float:
+        return self.sweep_s
 
 
 def start_sweeper(app: Any) -> Sweeper:

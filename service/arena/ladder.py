@@ -72,7 +72,6 @@ import logging
 import random
 import re
 import secrets
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +80,7 @@ import redis
 
 from service.arena import ratings
 from service.arena.games import Arena
+from service.arena.loop import BackgroundLoop
 from service.arena.status import ACTIVE, FINISHED, deadline_for, status_of, turn_bot
 from service.engine import InvalidVariants, Variants, new_game
 from service.engine.game import MAX_SEED
@@ -749,42 +749,29 @@ class Ladders:
         return [json.loads(x) for x in self.r.lrange(self.k_results(name), 0, -1)]
 
 
-class Matchmaker:
+class Matchmaker(BackgroundLoop):
     """Matches every ``PASS_S`` and repairs every ``REPAIR_S`` (finished games are rated
     at once by the finishing request; the repair is for a process that died first, and
     for pausing); one per worker, any number at once."""
 
+    thread_name = "allfours-matchmaker"
+    what = "matchmaker"
+    log = logging.getLogger(__name__)
+
     def __init__(self, ladders: Ladders, pass_s: float = PASS_S,
                  repair_s: float = REPAIR_S) -> None:
+        super().__init__()
         self.ladders = ladders
         self.pass_s = pass_s
         self.repair_s = repair_s
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def run(self) -> None:
-        next_repair = 0.0
-        while not self._stop.is_set():
-            try:
-                if time.monotonic() >= next_repair:
-                    next_repair = time.monotonic() + self.repair_s
-                    self.ladders.settle_all()
-                self.ladders.match_all()
-            except Exception:  # Redis down, say: keep trying, quietly
-                log.warning("matchmaker pass failed", exc_info=True)
-                self._stop.wait(1.0)
-            self._stop.wait(self.pass_s)
+    def pass_once(self) -> None:
+        if self.due(self.repair_s):
+            self.ladders.settle_all()
+        self.ladders.match_all()
 
-    def start(self) -> Matchmaker:
-        self._thread = threading.Thread(target=self.run, name="allfours-matchmaker",
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+    def idle_s(self) -> float:
+        return self.pass_s
 
 
 def start_matchmaker(app: Any) -> Matchmaker:

@@ -85,12 +85,7 @@ class Waiting:
         that gives the turn to another seat is skipped without a read.
         """
         if timeout <= 0:
-            game = self.get(game_id)
-            viewer = self.viewer_seat(game, bot_id, seat)
-            self._spectating(game, viewer)
-            if after is None and viewer is None:
-                after = game.version
-            ready = self._ready_check(bot_id, seat, viewer is not None, after)
+            game, _, ready = self._read_for_turn(game_id, bot_id, seat, after)
             return {"timed_out": not ready(game), "view": self.view(game, bot_id, seat)}
         metrics.LIVE.polls += 1
         try:
@@ -101,12 +96,7 @@ class Waiting:
     def _wait_turn(self, game_id: str, bot_id: str | None, seat: int | None,
                    after: int | None, deadline: float) -> dict[str, Any]:
         with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
-            game = self.get(game_id)
-            viewer = self.viewer_seat(game, bot_id, seat)
-            self._spectating(game, viewer)
-            if after is None and viewer is None:
-                after = game.version
-            ready = self._ready_check(bot_id, seat, viewer is not None, after)
+            game, after, ready = self._read_for_turn(game_id, bot_id, seat, after)
             timed_out = False
             if not ready(game):
                 newer, timed_out = self._await(waiter, deadline, game_id, game.version,
@@ -114,6 +104,18 @@ class Waiting:
                                                after, ready, bot_id, seat)
                 game = newer or game
             return {"timed_out": timed_out, "view": self.view(game, bot_id, seat)}
+
+    def _read_for_turn(self, game_id: str, bot_id: str | None, seat: int | None,
+                       after: int | None) -> tuple[Game, int | None, Callable[[Game], bool]]:
+        """Read the game for ``wait_turn``: the game, the version to wait past (a
+        spectator without ``after`` waits past the one read now) and the check that the
+        wait is over."""
+        game = self.get(game_id)
+        viewer = self.viewer_seat(game, bot_id, seat)
+        self._spectating(game, viewer)
+        if after is None and viewer is None:
+            after = game.version
+        return game, after, self._ready_check(bot_id, seat, viewer is not None, after)
 
     def _ready_check(self, bot_id: str | None, seat: int | None, seated: bool,
                      after: int | None) -> Callable[[Game], bool]:

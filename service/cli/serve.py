@@ -21,7 +21,13 @@ import tempfile
 from pathlib import Path
 from types import FrameType
 
-from service.storage.embedded import EmbeddedRedis, EmbeddedRedisError, die_with_parent
+from service.storage.embedded import (
+    EmbeddedRedis,
+    EmbeddedRedisError,
+    spawn_child,
+    stop_process,
+    stop_processes,
+)
 
 DEFAULT_APP = "service.http.wsgi:app"
 GUNICORN_CONFIG = "python:service.http.gunicorn_conf"
@@ -164,14 +170,8 @@ def serve(
         for each in ports:
             command = gunicorn_command(host, each, workers, app)
             _log(f"starting {' '.join(command[1:])}")
-            gunicorns.append(subprocess.Popen(
-                command,
-                env=instance_env(env, each, instances),
-                # Own session so a terminal Ctrl-C reaches only us and we order the
-                # shutdown; the kernel still SIGTERMs gunicorn if we die without cleaning up.
-                start_new_session=True,
-                preexec_fn=die_with_parent,  # safe: serve starts no threads
-            ))
+            # own session: we order the shutdown (serve starts no threads)
+            gunicorns.append(spawn_child(command, env=instance_env(env, each, instances)))
         if instances > 1:
             _log(f"{instances} instances on http://{shown}:{ports[0]}..{ports[-1]} "
                  "(one Redis; put a load balancer in front, or spread the bots)")
@@ -194,17 +194,9 @@ def serve(
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        _stop_house_bots(house_proc)
+        stop_process(house_proc, _STOP_WAIT)
         try:
-            for gunicorn in gunicorns:
-                if gunicorn.poll() is None:
-                    gunicorn.terminate()
-            for gunicorn in gunicorns:
-                try:
-                    gunicorn.wait(_STOP_WAIT)
-                except subprocess.TimeoutExpired:
-                    gunicorn.kill()
-                    gunicorn.wait()
+            stop_processes(gunicorns, _STOP_WAIT)
         finally:
             if embedded is not None and embedded.process is not None:
                 embedded.stop()
@@ -248,21 +240,8 @@ def _start_house_bots(env: dict[str, str], host: str, port: int,
         return None
     server = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     _log("starting the house bots (random, heuristic, search)")
-    return subprocess.Popen(
-        [sys.executable, "-m", "service.arena.house", "--server", server],
-        env=env, start_new_session=True, preexec_fn=die_with_parent,
-    )
-
-
-def _stop_house_bots(proc: subprocess.Popen[bytes] | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(_STOP_WAIT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return spawn_child([sys.executable, "-m", "service.arena.house", "--server", server],
+                       env=env)
 
 
 def _redacted(url: str) -> str:

@@ -70,7 +70,15 @@ from types import FrameType
 from typing import Any
 
 from service.cli.serve import _STOP_WAIT, gunicorn_command
-from service.storage.embedded import EmbeddedRedis, EmbeddedRedisError, die_with_parent, free_port
+from service.storage.embedded import (
+    EmbeddedRedis,
+    EmbeddedRedisError,
+    free_port,
+    log_tail,
+    spawn_child,
+    stop_process,
+    wait_started,
+)
 
 READY_TIMEOUT = 60.0
 POLL_EVERY = 0.5  # seconds between looks at the tournament
@@ -308,50 +316,32 @@ class EmbeddedService:
         self._stop_gunicorn()
         command = gunicorn_command(self.host, self.port or 0, self.workers)
         with self.log_path.open("ab") as log:
-            self.gunicorn = subprocess.Popen(
-                command,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,  # a terminal's Ctrl-C reaches only us
-                preexec_fn=die_with_parent,  # started before any thread of ours
-            )
+            # started before any thread of ours (spawn_child)
+            self.gunicorn = spawn_child(command, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=log, stderr=log)
 
     def _wait_ready(self) -> bool:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if not self.alive():
-                return False
-            try:
-                with urllib.request.urlopen(self.url + "/readyz", timeout=2) as resp:
-                    if resp.status == 200:
-                        return True
-            except (OSError, urllib.error.HTTPError):
-                pass
-            time.sleep(0.1)
-        return False
+        """True once ``/readyz`` answers 200; False if gunicorn exits first or
+        ``READY_TIMEOUT`` passes."""
+        assert self.gunicorn is not None
+        return wait_started(self.gunicorn, self._ready, READY_TIMEOUT, interval=0.1)
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + "/readyz", timeout=2) as resp:
+                return resp.status == 200
+        except (OSError, urllib.error.HTTPError):
+            return False
 
     def alive(self) -> bool:
         return self.gunicorn is not None and self.gunicorn.poll() is None
 
     def log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log_path, lines)
 
     def _stop_gunicorn(self) -> None:
         proc, self.gunicorn = self.gunicorn, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.terminate()  # graceful: workers finish their requests
-            try:
-                proc.wait(_STOP_WAIT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, _STOP_WAIT)  # SIGTERM, graceful: workers finish their requests
 
     def stop(self) -> None:
         try:

@@ -718,8 +718,19 @@ STOP_DOC = ("A repeat is answered with the tournament as it is (safe to retry); 
             "or cancelled tournament is 409 `tournament-over`.")
 
 
+def organizer(summary: str, description: str, **differs: Any) -> dict[str, Any]:
+    """The ``@operation`` keywords of a tournament's organizer operations (cancel, pause,
+    resume, withdraw): each takes no body, answers the tournament and may be refused as
+    403, 404 or 409, so a view states only its text and what ``differs`` (``auth``,
+    more ``path_params``)."""
+    return {"summary": summary, "description": description, "tags": ("tournaments",),
+            "body": s.Empty, "body_required": False, "response": s.Tournament,
+            "auth": "admin", "errors": (403, 404, 409),
+            "path_params": {"tournament_id": TOURNAMENT_ID}, **differs}
+
+
 @bp.post("/tournaments/<tournament_id>/cancel")
-@operation(
+@operation(**organizer(
     summary="Cancel a tournament (admin): live games are voided, nothing more is scheduled",
     description="Every live game ends at once, voided: the game is `finished` with no "
     "winner (a move on it is refused), its slot `void` with no result, counted nowhere "
@@ -727,53 +738,32 @@ STOP_DOC = ("A repeat is answered with the tournament as it is (safe to retry); 
     "Games that had finished keep their results and ratings. The status becomes "
     "`cancelled`; the seed, and every game of a duplicate deal, become public like a "
     "finished tournament's. " + STOP_DOC,
-    tags=("tournaments",),
-    body=s.Empty,
-    body_required=False,
-    response=s.Tournament,
-    auth="admin",
-    errors=(403, 404, 409),
-    path_params={"tournament_id": TOURNAMENT_ID},
-)
+))
 def cancel_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
     return respond(sch(s.Tournament), control.cancel(tournaments(), tournament_id))
 
 
 @bp.post("/tournaments/<tournament_id>/pause")
-@operation(
+@operation(**organizer(
     summary="Pause a tournament (admin): no new game starts until it is resumed",
     description="Games already live play on to their end with their move clocks running; "
     "their results are recorded. No game starts while the status is `paused`. " + STOP_DOC,
-    tags=("tournaments",),
-    body=s.Empty,
-    body_required=False,
-    response=s.Tournament,
-    auth="admin",
-    errors=(403, 404, 409),
-    path_params={"tournament_id": TOURNAMENT_ID},
-)
+))
 def pause_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
     return respond(sch(s.Tournament), control.pause(tournaments(), tournament_id))
 
 
 @bp.post("/tournaments/<tournament_id>/resume")
-@operation(
+@operation(**organizer(
     summary="Resume a paused tournament (admin): games start again",
     description="Back to `running`: games start again, up to `parallel` at once. " + STOP_DOC,
-    tags=("tournaments",),
-    body=s.Empty,
-    body_required=False,
-    response=s.Tournament,
-    auth="admin",
-    errors=(403, 404, 409),
-    path_params={"tournament_id": TOURNAMENT_ID},
-)
+))
 def resume_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
     return respond(sch(s.Tournament), control.resume(tournaments(), tournament_id))
 
 
 @bp.post("/tournaments/<tournament_id>/entrants/<entrant_id>/withdraw")
-@operation(
+@operation(**organizer(
     summary="Withdraw your bot from a tournament (the entrant's own token)",
     description="The entrant leaves the tournament (`withdrawn`): each of its live games "
     "ends at once and is forfeited, and so is every game of it not yet played. A forfeited "
@@ -784,15 +774,10 @@ def resume_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
     "Only the entrant's own token may withdraw it (403 `forbidden-entrant`); a repeat "
     "answers the tournament as it is; a finished or cancelled tournament is 409 "
     "`tournament-over`.",
-    tags=("tournaments",),
-    body=s.Empty,
-    body_required=False,
-    response=s.Tournament,
     auth="required",
-    errors=(403, 404, 409),
     path_params={"tournament_id": TOURNAMENT_ID,
                  "entrant_id": {**BOT_ID, "description": "the entrant's bot id"}},
-)
+))
 def withdraw_entrant(tournament_id: str, entrant_id: str, bot_id: str,
                      body: dict[str, Any]) -> Response:
     return respond(sch(s.Tournament),

@@ -38,8 +38,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 MAXMEMORY_ENV = "ARENA_REDIS_MAXMEMORY"
 LOCK_NAME = ".embedded.lock"
@@ -114,6 +116,78 @@ def die_with_parent() -> None:
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+# --- child processes -------------------------------------------------------------------
+# Every server this package and ``allfours serve``/``tournament`` start (valkey, gunicorn,
+# the house bots) is started, waited for and stopped the same way, by these helpers.
+
+
+def spawn_child(args: list[str], **popen: Any) -> subprocess.Popen[bytes]:
+    """Start ``args`` as our child in a session of its own (a terminal's Ctrl-C reaches
+    only us, and we stop our children in the order we choose) that Linux SIGTERMs if we
+    die without cleaning up (``die_with_parent``, a ``preexec_fn``: not safe once threads
+    run, and ``serve`` and ``tournament`` start theirs only after their children).
+    ``popen`` is the rest of ``subprocess.Popen``'s arguments (env, stdio, cwd)."""
+    return subprocess.Popen(args, start_new_session=True, preexec_fn=die_with_parent,
+                            **popen)
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 10.0,
+                 sig: int = signal.SIGTERM) -> None:
+    """Send ``sig`` (SIGTERM: a clean shutdown) and wait ``timeout`` seconds for the
+    child to exit, then SIGKILL it; nothing if there is none or it has exited."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    _wait_or_kill(proc, timeout)
+
+
+def stop_processes(procs: Iterable[subprocess.Popen[bytes] | None],
+                   timeout: float = 10.0) -> None:
+    """``stop_process`` for several children, which shut down at once: all get SIGTERM
+    before any is waited for."""
+    live = [p for p in procs if p is not None and p.poll() is None]
+    for proc in live:
+        proc.terminate()
+    for proc in live:
+        _wait_or_kill(proc, timeout)
+
+
+def _wait_or_kill(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """Wait for a signalled child to exit; SIGKILL it if it has not within ``timeout``."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def wait_until(ready: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
+    """Poll ``ready`` every ``interval`` seconds until it is true (True) or ``timeout``
+    seconds pass (False): how a child's start is waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return True
+        time.sleep(interval)
+    return False
+
+
+def wait_started(proc: subprocess.Popen[bytes], ready: Callable[[], bool], timeout: float,
+                 interval: float = 0.05) -> bool:
+    """True once ``ready()`` (the child answers) while ``proc`` runs; False if the child
+    exits first or ``timeout`` seconds pass."""
+    return wait_until(lambda: proc.poll() is not None or ready(), timeout, interval) \
+        and proc.poll() is None
+
+
+def log_tail(path: Path, lines: int = 10) -> str:
+    """The last ``lines`` lines of a child's log file, for an error message."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 class EmbeddedRedis:
@@ -193,34 +267,18 @@ class EmbeddedRedis:
             "--protected-mode", "yes",
             "--logfile", LOG_NAME,
         ]  # fmt: skip
-        return subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=self.data_dir,
-            # Own session: a terminal's Ctrl-C reaches only `allfours serve`, which then
-            # stops gunicorn before this server, in that order.
-            start_new_session=True,
-            preexec_fn=die_with_parent,  # safe: serve starts no threads
-        )
+        # Own session: a terminal's Ctrl-C reaches only `allfours serve`, which then
+        # stops gunicorn before this server, in that order.
+        return spawn_child(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, cwd=self.data_dir)
 
     def _wait_ready(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        assert self.process is not None and self.port is not None
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return False
-            if ping(self.host, self.port):
-                return True
-            time.sleep(0.05)
-        return False
+        port = self.port
+        assert self.process is not None and port is not None
+        return wait_started(self.process, lambda: ping(self.host, port), timeout)
 
     def _log_tail(self, lines: int = 10) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log_path, lines)
 
     def _lock(self) -> None:
         fd = os.open(self.data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
@@ -237,15 +295,7 @@ class EmbeddedRedis:
     def _reap(self, timeout: float = 10.0) -> None:
         """SIGTERM the child (a clean valkey shutdown) and wait; SIGKILL if it hangs."""
         proc, self.process = self.process, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc, timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the server (idempotent) and release the data directory."""

@@ -39,8 +39,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -51,7 +49,13 @@ from service.storage.embedded import (
     die_with_parent,
     find_server_binary,
     free_port,
+    log_tail,
     ping,
+    spawn_child,
+    stop_process,
+    stop_processes,
+    wait_started,
+    wait_until,
 )
 
 CLUSTER_BUS_OFFSET = 10000  # Valkey's default: the cluster bus listens on port + 10000
@@ -183,10 +187,7 @@ class Node:
         return self.process is not None and self.process.poll() is None
 
     def log_tail(self, lines: int = 10) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log, lines)
 
 
 def _spawn(binary: str, host: str, node: Node, extra: list[str]) -> subprocess.Popen[bytes]:
@@ -202,38 +203,10 @@ def _spawn(binary: str, host: str, node: Node, extra: list[str]) -> subprocess.P
         "--logfile", "valkey.log",
         *extra,
     ]  # fmt: skip
-    return subprocess.Popen(
-        args,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd=node.dir,
-        # Own session: a terminal's Ctrl-C reaches only our process, which stops the
-        # nodes itself (after whatever uses them).
-        start_new_session=True,
-        preexec_fn=die_with_parent,
-    )
-
-
-def _stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 10.0,
-                  sig: int = signal.SIGTERM) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(sig)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def _wait(predicate: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return False
+    # Own session: a terminal's Ctrl-C reaches only our process, which stops the nodes
+    # itself (after whatever uses them).
+    return spawn_child(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, cwd=node.dir)
 
 
 class LocalServer:
@@ -261,15 +234,14 @@ class LocalServer:
         try:
             for _attempt in range(5):
                 self.node = Node(free_port(self.host), Path(self._tmp))
-                self.node.process = _spawn(binary, self.host, self.node, [
+                node = self.node
+                proc = node.process = _spawn(binary, self.host, node, [
                     "--save", "", "--appendonly", "no",
                     "--maxmemory", default_maxmemory(),
                     "--maxclients", str(self.maxclients)])  # fmt: skip
-                node = self.node
-                if _wait(lambda n=node: not n.alive or ping(self.host, n.port), timeout) \
-                        and node.alive:
+                if wait_started(proc, lambda n=node: ping(self.host, n.port), timeout):
                     return self.url
-                _stop_process(node.process)
+                stop_process(proc)
                 if "Address already in use" not in node.log_tail():
                     break
             raise EmbeddedRedisError(f"{binary} did not start:\n"
@@ -280,7 +252,7 @@ class LocalServer:
 
     def stop(self) -> None:
         if self.node is not None:
-            _stop_process(self.node.process)
+            stop_process(self.node.process)
         if self._tmp:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
@@ -408,7 +380,7 @@ class LocalCluster:
                 return True  # a node died: stop waiting (checked below)
             return all(ping(self.host, n.port) for n in self.nodes)
 
-        return _wait(up, timeout) and all(n.alive for n in self.nodes)
+        return wait_until(up, timeout) and all(n.alive for n in self.nodes)
 
     def _formed(self) -> bool:
         """Do the nodes already know each other (a restart on the same directory)?"""
@@ -434,7 +406,7 @@ class LocalCluster:
     def wait_ok(self, timeout: float = 60.0) -> bool:
         """Wait until every live node says ``cluster_state:ok`` with all slots served by
         ``shards`` masters and every replica attached to its master (replication link up)."""
-        return _wait(self.healthy, timeout, interval=0.1)
+        return wait_until(self.healthy, timeout, interval=0.1)
 
     def healthy(self) -> bool:
         """Every live node sees the cluster ``ok``, all 16384 slots assigned and ``ok``,
@@ -461,11 +433,7 @@ class LocalCluster:
             self.dir = None
 
     def _stop_nodes(self) -> None:
-        for node in self.nodes:
-            if node.process is not None and node.process.poll() is None:
-                node.process.terminate()
-        for node in self.nodes:
-            _stop_process(node.process)
+        stop_processes(node.process for node in self.nodes)
 
     def _failure(self, what: str) -> str:
         tails = "\n".join(f"--- node {n.port}:\n{n.log_tail(5)}" for n in self.nodes)
@@ -535,10 +503,9 @@ class LocalCluster:
         node = self.node(port)
         if node.alive:
             return
-        node.process = _spawn(self.binary or find_server_binary(), self.host, node,
-                              self._node_args())
-        if not _wait(lambda: not node.alive or ping(self.host, node.port), timeout) \
-                or not node.alive:
+        proc = node.process = _spawn(self.binary or find_server_binary(), self.host, node,
+                                     self._node_args())
+        if not wait_started(proc, lambda: ping(self.host, node.port), timeout):
             raise EmbeddedRedisError(self._failure(f"node {port} did not restart"))
 
     def __enter__(self) -> LocalCluster:

@@ -283,18 +283,7 @@ class Wakeups:
                 channel = msg["channel"]
                 if isinstance(channel, bytes):
                     channel = channel.decode()
-                data = msg["data"]
-                if self.on_message is not None:
-                    try:
-                        parsed = self.on_message(channel, data, generation)
-                    except Exception:
-                        log.exception("wake-up hook failed")
-                    else:
-                        if parsed is SKIP:
-                            continue
-                        if parsed is not None:  # the hook's reading: waiters get that
-                            data = parsed
-                self.deliver(channel, data)
+                self._dispatch(channel, msg["data"], generation)
         except Exception as exc:  # the connection broke: everyone re-checks
             log.warning("wake-up listener lost its connection: %s", exc)
             REDIS_ERRORS.labels("listener").inc()
@@ -307,6 +296,21 @@ class Wakeups:
                 w._deliver(None)
             with contextlib.suppress(Exception):
                 pubsub.close()
+
+    def _dispatch(self, channel: str, data: Any, generation: int) -> None:
+        """Deliver a message heard on ``channel`` to its waiters: as ``on_message`` reads
+        it when that hook is set (``SKIP``: not at all), else as it came."""
+        if self.on_message is not None:
+            try:
+                parsed = self.on_message(channel, data, generation)
+            except Exception:
+                log.exception("wake-up hook failed")
+            else:
+                if parsed is SKIP:
+                    return
+                if parsed is not None:  # the hook's reading: waiters get that
+                    data = parsed
+        self.deliver(channel, data)
 
     def _idle_stop(self, generation: int) -> bool:
         """True when this listener should end: replaced by a newer one, or idle."""
@@ -392,7 +396,7 @@ class _Shard:
                 if isinstance(channel, bytes):
                     channel = channel.decode()
                 if kind == "smessage":
-                    self.hub._dispatch(channel, msg["data"])
+                    self.hub._dispatch(channel, msg["data"], self.hub._generation)
                 elif kind == "ssubscribe":
                     with self._send:
                         event = self.pending.pop(channel, None)
@@ -542,20 +546,6 @@ class ShardedWakeups(Wakeups):
             if mine:
                 with contextlib.suppress(redis.RedisError):
                     shard.unsubscribe(mine)
-
-    def _dispatch(self, channel: str, data: Any) -> None:
-        generation = self._generation
-        if self.on_message is not None:
-            try:
-                parsed = self.on_message(channel, data, generation)
-            except Exception:
-                log.exception("wake-up hook failed")
-            else:
-                if parsed is SKIP:
-                    return
-                if parsed is not None:
-                    data = parsed
-        self.deliver(channel, data)
 
     def _lost(self, shard: _Shard, channels: list[str] | None) -> None:
         """A node broke (``channels`` None: all of its) or dropped ``channels``: bump the
