@@ -118,7 +118,6 @@ SCAN_S = 0.5  # how often every webhook bot's turns are re-checked (the repair p
 LEASE_MARGIN_S = 5.0  # a claim outlives its call's budget by this much
 DEADLINE_MARGIN_S = 0.15  # the answer must be back this long before the deadline
 MIN_BUDGET_S = 0.05  # less time than this left: no call (the sweeper plays)
-HOOKS_FRESH_S = 2.0  # a view's "has this bot a callback URL?" may be this old
 NO_DEADLINE_RETRY_S = 30.0  # a failed turn in a game without a move limit: again after
 RETRY_BACKOFF_S = (0.05, 0.2, 0.5)
 NOTIFY_TRIES = 3  # start/end notifications: attempts where no answer came
@@ -421,10 +420,6 @@ class Callbacks:
         self._claim_notes = self.store.r.register_script(CLAIM_NOTES)
         # Called with each finished delivery record (the bench and tests listen here).
         self.on_record: list[Any] = []
-        # the webhook bots as last read (``with_failure``): refreshed by the dispatcher's
-        # scans, else when older than HOOKS_FRESH_S, so a pulling bot's view costs no read
-        self._hooks: frozenset[str] = frozenset()
-        self._hooks_at = -HOOKS_FRESH_S
 
     @property
     def p(self) -> str:
@@ -443,7 +438,6 @@ class Callbacks:
         r.hset(cfg_key(self.p, bot_id), mapping={"url": url, "secret": secret,
                                                  "created": created})
         r.sadd(hooks_key(self.p), bot_id)
-        self._hooks |= {bot_id}
         self.wake(bot_id)
         return {"url": url, "created": created, "secret": secret}
 
@@ -463,7 +457,6 @@ class Callbacks:
     def remove(self, bot_id: str) -> None:
         r = self.store.r
         r.srem(hooks_key(self.p), bot_id)
-        self._hooks -= {bot_id}
         if not r.delete(cfg_key(self.p, bot_id)):
             raise Problem("not-found", "this bot has no callback URL")
 
@@ -475,24 +468,16 @@ class Callbacks:
             out = [d for d in out if d["game_id"] == game_id]
         return out[:limit]
 
-    def webhook_bots(self, fresh: frozenset[str] | None = None) -> frozenset[str]:
-        """The bots with a callback URL, as read at most ``HOOKS_FRESH_S`` ago (``fresh``:
-        what a scan just read)."""
-        now = time.monotonic()
-        if fresh is not None:
-            self._hooks, self._hooks_at = fresh, now
-        elif now - self._hooks_at > HOOKS_FRESH_S:
-            self._hooks = frozenset(b.decode() for b in self.store.r.smembers(hooks_key(self.p)))
-            self._hooks_at = now
-        return self._hooks
-
     def with_failure(self, view: dict[str, Any], bot_id: str | None) -> dict[str, Any]:
-        """``view`` (a seat's) with ``callback_failure`` when ``bot_id`` has a callback
-        URL: the last turn delivery in this game that applied nothing (its ``version``
-        says which turn), null when there is none or a later one applied. So a bot sees
-        in its view, as well as in its deliveries, that the service could not use its
-        answer, and may still act by pull before the deadline."""
-        if bot_id is None or view.get("seat") is None or bot_id not in self.webhook_bots():
+        """``view`` (``bot_id``'s own seat's) with ``callback_failure``: the last turn
+        delivery to the bot's callback URL in this game that applied nothing (its
+        ``version`` says which turn), null when there is none or a later one applied
+        (always null for a bot without a callback URL). So a bot sees in its view, as
+        well as in its deliveries, that the service could not use its answer, and may
+        still act by pull before the deadline. One HGET, read afresh each time: no cache
+        that could lag a registration (a view of ``GET /games/{id}`` is not on a bot's
+        per-move path, which acts and waits)."""
+        if bot_id is None or view.get("seat") is None:
             return view
         raw = self.store.r.hget(failed_key(self.p, bot_id), view["id"])
         view["callback_failure"] = json.loads(raw) if raw else None
@@ -794,7 +779,6 @@ class Dispatcher(BackgroundLoop):
         """The repair pass: every webhook bot is looked at."""
         r = self.cb.store.r
         bots = {b.decode() for b in r.smembers(hooks_key(self.cb.p))}
-        self.cb.webhook_bots(frozenset(bots))
         self._listen(bots)
         for bot in bots:
             self._start(bot)

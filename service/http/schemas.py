@@ -515,11 +515,12 @@ class View(Out):
     # named, so marshmallow's class registry resolves it
     callback_failure = fields.Nested(
         "DeliveryRecord", allow_none=True,
-        metadata={"description": "only in the view of your own seat, and only if your bot "
-                  "has a callback URL: the last `turn` delivery in this game that applied "
-                  "nothing (an error status, no answer in time, a bad or refused action; "
-                  "its `version` says which turn), or null if none did or a later one "
-                  "was applied. You may still act by pull until the deadline"},
+        metadata={"description": "in `GET /games/{id}` for your own seat: the last `turn` "
+                  "delivery to your callback URL in this game that applied nothing (an "
+                  "error status, no answer in time, a bad or refused action; its `version` "
+                  "says which turn), or null if none did or a later one was applied "
+                  "(always null for a bot without a callback URL). You may still act by "
+                  "pull until the deadline"},
     )
 
 
