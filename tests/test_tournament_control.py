@@ -19,6 +19,7 @@ import pytest
 
 from clients.api import ArenaClient, ArenaError
 from clients.runner import BotRunner
+from tests.test_serve import serve  # noqa: F401 (a fixture served_on_test_redis needs)
 from tests.test_tournament_cli import run_tournament
 from tests.test_tournament_cli_checks import served_on_test_redis  # noqa: F401 (a fixture)
 
