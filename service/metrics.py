@@ -14,7 +14,7 @@ request; the games-by-status gauge
 is read from Redis when scraped (``GamesCollector``), which is once per scrape, not per
 change.
 
-Every name is documented in the README ("Operations"). ``/metrics`` is not part of the
+Every name is documented in docs/operations.md ("Metrics"). ``/metrics`` is not part of the
 bots' API contract (``openapi.yaml``): it is an operator's endpoint, in Prometheus' text
 format, optionally behind ``ARENA_METRICS_TOKEN``.
 """

@@ -122,6 +122,15 @@ def test_readme_points_to_the_docs_in_the_repository() -> None:
     assert "shared/rules" not in text  # a path a user of the repository does not have
 
 
+def test_readme_is_a_page_that_links_every_guide() -> None:
+    """Issue 26: a newcomer reads the README in five minutes (at most 12 KB); everything
+    else is a page under docs/, and the README's map of the guides names each of them."""
+    text = README.read_text()
+    assert len(text.encode()) <= 12 * 1024, len(text.encode())
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"(docs/{page.name})" in text, f"README.md does not link docs/{page.name}"
+
+
 def test_readme_claims_about_notation_are_what_the_api_accepts(service: str) -> None:
     """The README (and docs/bots.md) say the API takes only the canonical names; it does."""
     a = requests.post(f"{service}/bots", json={"name": "notation"}, timeout=10).json()
@@ -135,7 +144,7 @@ def test_readme_claims_about_notation_are_what_the_api_accepts(service: str) -> 
         assert r.json()["type"] == "/problems/validation", (wrong, r.text)
     # wherever the docs name a long or lower-case form, the same paragraph says the API
     # refuses it (422) or that only the engine's parse_card (Python) takes it
-    for path in (README, BOTS):
+    for path in (README, BOTS, ROOT / "docs" / "engine.md"):
         for paragraph in path.read_text().split("\n\n"):
             if "`10D`" in paragraph or "lower case" in paragraph:
                 assert "422" in paragraph or "parse_card" in paragraph, (path.name, paragraph)
@@ -217,11 +226,17 @@ def anchors_of(path: Path) -> set[str]:
 
 
 def test_every_link_between_the_docs_resolves() -> None:
-    docs = {"README.md": README, "rules.md": RULES, "bots.md": BOTS}
-    for path in docs.values():
-        for target, anchor in re.findall(r"\]\(([\w./]*?)#([\w-]+)\)", path.read_text()):
-            linked = docs[Path(target).name] if target else path
-            assert anchor in anchors_of(linked), (path.name, target, anchor)
+    """Every relative link of the README and of each page under docs/ names a file of the
+    repository, and its #anchor, if any, is a heading or anchor of that file."""
+    for path in [README, *sorted((ROOT / "docs").glob("*.md"))]:
+        for target, anchor in re.findall(r"\]\(([\w./-]*?)(?:#([\w-]+))?\)",
+                                         path.read_text()):
+            if not target and not anchor:
+                continue
+            linked = (path.parent / target).resolve() if target else path
+            assert linked.exists(), (path.name, target)
+            if anchor:
+                assert anchor in anchors_of(linked), (path.name, target, anchor)
 
 
 def test_a_refused_action_points_to_its_rule_in_the_docs(service: str) -> None:

@@ -43,7 +43,7 @@ from service import metrics
 from service.http.problems import Problem
 from service.storage.store import PendingHit, Store, pending_hit
 
-# The defaults, sized from the project's own runner at full speed (see the README's
+# The defaults, sized from the project's own runner at full speed (see docs/operations.md's
 # configuration section and bench/request_rates.py).
 # Measured (bench/request_rates.py, 2 cores under load): a tournament runner's bot peaks
 # at 848 requests in 10 s (1.7-1.9 requests a move), an ``allfours bot`` at 65 moves/s

@@ -100,14 +100,14 @@ def test_ratings_take_the_games_in_slot_order_across_tables(client):
 
 
 def test_every_tiebreak_is_in_the_contract_the_readme_and_the_command_help(client):
-    """Issue 16 #4: the standings operation, the README and ``allfours tournament --help``
+    """Issue 16 #4: the standings operation, docs/tournaments.md and ``allfours tournament --help``
     state the whole order (as ``service.arena.tournaments.standings`` sorts) and the rating
     order; the stated limits are the enforced ones."""
     from service.cli.tournament import RANKING_HELP
     from service.http import schemas
     from service.http.routes import get_standings
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "tournaments.md").read_text()
     ranking = readme[readme.index("**Ranking.**"):]
     order = ["score", "matchpoints", "games won", "point difference", "ordinal", "bot id"]
     for text in (get_standings.operation.description, ranking, RANKING_HELP):
