@@ -86,6 +86,14 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"redis: {_REPORT}"
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With ``-q`` pytest prints no header, so the line that says which Redis this
+    session talks to is written here instead: a newcomer reading a failure needs it."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and session.config.get_verbosity() < 0:
+        reporter.write_line(f"redis: {_REPORT}")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Stop the server this session started (if it did)."""
     if _STARTED is not None:
