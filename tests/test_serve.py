@@ -109,7 +109,11 @@ def cmdline(pid: int) -> str:
 
 
 def descendants(pid: int) -> dict[int, str]:
-    """Live descendants of pid (from /proc), mapped to their command lines."""
+    """Live descendants of pid (from /proc), mapped to their command lines.
+
+    A process that is exiting (a zombie) has an empty command line: it is left out, so a
+    watcher that keeps the latest line of each pid never replaces a real line with ''
+    (under load a scan often lands on the moment a child exits)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -120,7 +124,9 @@ def descendants(pid: int) -> dict[int, str]:
     todo = [pid]
     while todo:
         for child in children.get(todo.pop(), []):
-            found[child] = cmdline(child)
+            line = cmdline(child)
+            if line:
+                found[child] = line
             todo.append(child)
     return found
 
