@@ -1,6 +1,6 @@
 """Issue 16, defect 1: a running bot is never charged a timeout.
 
-Short move limits (0.5 s) and many games at once per bot (a tournament of several
+Short move limits and many games at once per bot (a tournament of several
 entrants, 8 games a pairing, all of a round's tables in parallel), on the real service
 (gunicorn, gevent workers) and real Redis: every runner must see each new game's first turn
 as soon as the service knows it, and every later turn of each game, however many of its
@@ -21,7 +21,12 @@ from clients.runner import BotRunner
 from clients.strategies import RandomStrategy
 from tests.test_tournament_cli import check_results, run_tournament
 
-MOVE_LIMIT = 0.5
+# The runners' own waits are 10 s (the long-poll and the act wait of `allfours bot`'s
+# defaults): a runner that missed a turn until one of them ended is charged a timeout at
+# any limit well below 10 s. 0.5 s (as this test first had) also charged the machine's
+# load: a busy 2-core box stalls a process for more than that (issue 26), so the limit is
+# 2.5 s, which still catches every wait the defect made.
+MOVE_LIMIT = 2.5
 FINISH_TIMEOUT = 240.0
 
 
@@ -60,7 +65,7 @@ def test_runners_with_the_bot_command_defaults_meet_no_timeout(live_url: str) ->
         assert r.stats.errors == 0 and r.stats.strategy_errors == 0, r.stats
 
 
-def test_the_tournament_command_with_half_second_moves_meets_no_timeout(
+def test_the_tournament_command_with_short_move_limits_meets_no_timeout(
         tmp_path: Path) -> None:
     out = tmp_path / "t.json"
     result = run_tournament(
