@@ -7,9 +7,10 @@ game. Opponents and partner are never the same account: a bot's seats share one 
 and one token holding both teams' seats could look at both teams' hands. The ids live in
 the Redis hash ``{p}house`` (field ``heuristic`` or ``heuristic:partner``), so they survive
 restarts and their ratings keep accumulating. They all belong to the owner ``house``
-(``service.arena.owners``), and accept any game within ``ARENA_HOUSE_GAMES_PER_CHALLENGER``
-games an hour per challenging owner (``service.arena.invitations``). Their tokens are never stored: every start
-of the house process mints a fresh token per account (the store keeps only its hash, as
+(``service.arena.owners``), and accept any game within
+``ARENA_HOUSE_GAMES_PER_CHALLENGER`` games an hour per challenging owner
+(``service.arena.invitations``). Their tokens are never stored: every start of the house
+process mints a fresh token per account (the store keeps only its hash, as
 for any bot) and drops the previous one.
 
 **Process.** ``python -m service.arena.house --server URL``: one ``clients.runner.BotRunner``

@@ -212,12 +212,14 @@ class Invitations:
         invited = game.meta["invited"]
         expires = float(game.meta["invitation_expires"])
         now = time.time()
+        creator = game.meta.get("creator") or ""
+        creator_owner = self.arena.owners.owner_of(creator) if creator else ""
         pipe = self.r.pipeline(transaction=self._tx)
         for bot, inv_id in ids.items():
             doc = {"id": inv_id, "game": game.id, "bot": bot,
                    "seats": json.dumps([i for i, b in enumerate(invited) if b == bot]),
-                   "creator": game.meta.get("creator") or "", "created": f"{now:.3f}",
-                   "expires": f"{expires:.3f}"}
+                   "creator": creator, "creator_owner": creator_owner,
+                   "created": f"{now:.3f}", "expires": f"{expires:.3f}"}
             pipe.hset(self.key(inv_id), mapping=doc)
             pipe.expire(self.key(inv_id), int(self.ttl) + GRACE_S)
             pipe.zadd(self.bot_index(bot), {inv_id: expires})
@@ -248,12 +250,7 @@ class Invitations:
 
     def _read(self, inv_id: str) -> dict[str, Any] | None:
         raw = self.r.hgetall(self.key(inv_id))
-        if not raw:
-            return None
-        d = {k.decode(): v.decode() for k, v in raw.items()}
-        return {"id": d["id"], "game": d["game"], "bot": d["bot"],
-                "seats": json.loads(d["seats"]), "creator": d.get("creator") or None,
-                "created": float(d["created"]), "expires": float(d["expires"])}
+        return self._read_raw(raw) if raw else None
 
     def pending(self, bot_id: str, now: float | None = None) -> list[dict[str, Any]]:
         """``bot_id``'s pending invitations, oldest first, each with the game it is for."""
@@ -281,6 +278,7 @@ class Invitations:
         d = {k.decode(): v.decode() for k, v in raw.items()}
         return {"id": d["id"], "game": d["game"], "bot": d["bot"],
                 "seats": json.loads(d["seats"]), "creator": d.get("creator") or None,
+                "creator_owner": d.get("creator_owner") or d.get("creator") or None,
                 "created": float(d["created"]), "expires": float(d["expires"])}
 
     def has_new(self, bot_id: str, after: float | None) -> bool:
@@ -304,6 +302,7 @@ class Invitations:
             "id": inv["id"], "game_id": inv["game"], "status": status,
             "seats": inv["seats"], "players": game.players,
             "from_bot": inv["creator"], "from_name": creator_name or None,
+            "from_owner": inv.get("creator_owner"),
             "variants": game.variants.to_dict(), "move_limit": meta.get("move_limit"),
             "created": round(inv["created"], 3), "expires": round(inv["expires"], 3),
         }

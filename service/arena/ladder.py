@@ -16,9 +16,9 @@ its own, among those within its *window*: ``WINDOW`` ordinal points, plus ``WIDE
 for every second the longer-waiting of the two has waited (so any two waiting bots meet
 after a while). A bot is never matched with itself nor with a bot of its own owner
 (``service.arena.owners``: a farm of one author's accounts gains nothing here), and a
-pair whose last ladder game was against each other is matched again only once both have waited ``ARENA_LADDER_REMATCH_WAIT``
-seconds with no one else in reach (no immediate rematches while anyone else could play).
-Which bot takes team 0 is drawn at random.
+pair whose last ladder game was against each other is matched again only once both have
+waited ``ARENA_LADDER_REMATCH_WAIT`` seconds with no one else in reach (no immediate
+rematches while anyone else could play). Which bot takes team 0 is drawn at random.
 
 **Keys.** Every key of a ladder shares one hash tag, ``{p}{ladder:<name>}`` (Redis
 Cluster puts them in one slot, so each step below is one script there too):

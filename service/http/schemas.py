@@ -571,6 +571,8 @@ class Invitation(Out):
     from_bot = fields.Str(required=True, allow_none=True,
                           metadata={"description": "the bot that created the game"})
     from_name = fields.Str(required=True, allow_none=True)
+    from_owner = fields.Str(required=True, allow_none=True,
+                            metadata={"description": "that bot's owner"})
     variants = AllVariants(required=True)
     move_limit = fields.Float(required=True, allow_none=True)
     created = fields.Float(required=True, metadata={"description": "unix seconds"})
