@@ -202,6 +202,7 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         out["security"] = [{"admin": []}]
     elif op.auth is not None:
         codes.add(401)
+        codes.add(403)  # a suspended bot's token (`suspended`, service.arena.owners)
         out["security"] = [{"bearer": []}] if op.auth == "required" else [{"bearer": []}, {}]
     if op.body is not None:
         codes |= {400, 413, 415, 422}
