@@ -82,6 +82,15 @@ ENDPOINTS: dict[str, Endpoint] = {
         "POST", "/invitations/{invitation_id}/decline", safe=False),
     "getBotsMePolicy": Endpoint("GET", "/bots/me/policy"),
     "putBotsMePolicy": Endpoint("PUT", "/bots/me/policy"),
+    "postOwnerInvitations": Endpoint("POST", "/owner-invitations", safe=False),
+    # suspending or lifting again answers as it is now: safe to repeat
+    "postAdminBotsBotIdSuspension": Endpoint("POST", "/admin/bots/{bot_id}/suspension"),
+    "deleteAdminBotsBotIdSuspension": Endpoint("DELETE", "/admin/bots/{bot_id}/suspension"),
+    "postAdminOwnersOwnerIdSuspension": Endpoint("POST",
+                                                 "/admin/owners/{owner_id}/suspension"),
+    "deleteAdminOwnersOwnerIdSuspension": Endpoint("DELETE",
+                                                   "/admin/owners/{owner_id}/suspension"),
+    "getAdminSuspensions": Endpoint("GET", "/admin/suspensions"),
     "getBotsBotId": Endpoint("GET", "/bots/{bot_id}"),
     # webhook bots: a retried PUT answers with the newest secret, the one that counts
     "putBotsMeCallback": Endpoint("PUT", "/bots/me/callback"),
@@ -834,6 +843,43 @@ class ArenaClient:
     def _control(self, name: str, tournament_id: str, admin_token: str | None) -> Tournament:
         headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
         return Tournament.of(self._call(name, tournament_id=tournament_id, headers=headers))
+
+    # --- the operator: owners and suspensions (admin) ---------------------------------
+
+    def _admin(self, name: str, admin_token: str | None, json: Any = None,
+               **path: Any) -> JSON:
+        headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
+        return dict(self._call(name, json=json, headers=headers, **path))
+
+    def create_owner_invitation(self, admin_token: str | None = None) -> JSON:
+        """``POST /owner-invitations`` (admin): a single-use code that admits a new owner
+        where admission is ``invite`` (``code``, ``expires``)."""
+        return self._admin("postOwnerInvitations", admin_token)
+
+    def suspend_bot(self, bot_id: str, reason: str, admin_token: str | None = None) -> JSON:
+        """``POST /admin/bots/{id}/suspension`` (admin): withdrawn from tournaments and
+        ladders, can no longer act, register or accept invitations."""
+        return self._admin("postAdminBotsBotIdSuspension", admin_token, {"reason": reason},
+                           bot_id=bot_id)
+
+    def lift_bot_suspension(self, bot_id: str, admin_token: str | None = None) -> JSON:
+        """``DELETE /admin/bots/{id}/suspension`` (admin): access back, not the games."""
+        return self._admin("deleteAdminBotsBotIdSuspension", admin_token, bot_id=bot_id)
+
+    def suspend_owner(self, owner_id: str, reason: str, admin_token: str | None = None
+                      ) -> JSON:
+        """``POST /admin/owners/{id}/suspension`` (admin): every bot of the owner."""
+        return self._admin("postAdminOwnersOwnerIdSuspension", admin_token,
+                           {"reason": reason}, owner_id=owner_id)
+
+    def lift_owner_suspension(self, owner_id: str, admin_token: str | None = None) -> JSON:
+        """``DELETE /admin/owners/{id}/suspension`` (admin)."""
+        return self._admin("deleteAdminOwnersOwnerIdSuspension", admin_token,
+                           owner_id=owner_id)
+
+    def suspensions(self, admin_token: str | None = None) -> list[JSON]:
+        """``GET /admin/suspensions`` (admin): every act, newest first."""
+        return list(self._admin("getAdminSuspensions", admin_token)["entries"])
 
     def leaderboard(self) -> list[LeaderboardRow]:
         """``GET /leaderboard``: ratings over every tournament game, best first."""

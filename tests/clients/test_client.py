@@ -84,14 +84,17 @@ def test_the_endpoint_table_is_exactly_the_contract() -> None:
         # only POSTs without an Idempotency-Key are unsafe to repeat after a lost answer
         # (and DELETE, whose repeat is a 404); joining/leaving the ladder and a repeated
         # tournament cancel, pause, resume or withdrawal answer as they are; a repeated PUT
-        # of a callback URL answers with the newest secret, the one in force
+        # of a callback URL answers with the newest secret, the one in force; a repeated
+        # policy PUT, suspension or lifting answers as it is now
         assert ep.safe == (ep.method == "GET" or name in (
             "postGamesGameIdSeatsSeat", "postGamesGameIdActions",
             "postLaddersNameEntry", "deleteLaddersNameEntry",
             "postTournamentsTournamentIdCancel", "postTournamentsTournamentIdPause",
             "postTournamentsTournamentIdResume",
             "postTournamentsTournamentIdEntrantsEntrantIdWithdraw",
-            "putBotsMeCallback"))
+            "putBotsMeCallback", "putBotsMePolicy", "postAdminBotsBotIdSuspension",
+            "deleteAdminBotsBotIdSuspension", "postAdminOwnersOwnerIdSuspension",
+            "deleteAdminOwnersOwnerIdSuspension"))
 
 
 # --- every method against the live service ----------------------------------------------
