@@ -424,3 +424,34 @@ def test_a_suspended_entrant_is_withdrawn_from_a_live_tournament(key_prefix) -> 
     assert r.status_code == 200
     status = {e["bot_id"]: e for e in c.get(f"/tournaments/{t['id']}").json["entrants"]}
     assert status[cheat]["status"] == "withdrawn"  # lifting restores access, not the games
+
+
+def test_a_webhook_bot_gets_an_invitation_event_and_no_turn_before_accepting(key_prefix):
+    """The invitation reaches a webhook bot as an ``invitation`` event (its body fits the
+    contract's webhook); no turn of the game is delivered before it accepts."""
+    from service.arena.callbacks import notify_key
+    from tests.service.test_webhooks import ALLOWED, scripted_server
+
+    app = make_app(key_prefix, ARENA_CALLBACK_NETWORKS=f"{ALLOWED}/32")
+    c = app.test_client()
+    api = Api(c, one_owner=False)
+    a, a_token = api.bot("a")
+    v, v_token = api.bot("hooked")
+    url, seen, server = scripted_server(lambda m: (200, b"{}", 0.0))
+    try:
+        assert c.put("/bots/me/callback", json={"url": url},
+                     headers=auth(v_token)).status_code == 200
+        g = c.post("/games", json={"players": 2, "seats": [a, v], "move_limit": 30},
+                   headers=auth(a_token)).json
+        callbacks = app.extensions["callbacks"]  # no dispatcher runs in this process
+        r = callbacks.store.r
+        assert r.zrange(notify_key(key_prefix, v), 0, -1) == [f"invitation:{g['id']}".encode()]
+        cfg = callbacks.config(v)
+        assert callbacks.notify_due(v, cfg) == 1
+        [message] = seen.messages("invitation")
+        assert message["game_id"] == g["id"] and message["invitation"]["from_bot"] == a
+        assert message["view"]["status"] == "waiting" and message["view"]["hand"] is None
+        assert seen.messages("turn") == []
+    finally:
+        server.shutdown()
+        server.server_close()
