@@ -621,7 +621,12 @@ class Arena(Waiting):
         was applied, before any waiting. ``wait`` > 0: then answer when it is this bot's
         turn again, the game is over, or ``wait`` seconds have passed (``_after_action``).
         The waiter is registered before the commit, so no later change slips by unheard.
+        A suspended bot (``Owners.is_suspended``: an in-process set, refreshed once a
+        second) is refused here too, so neither its token nor its webhook acts for it.
         """
+        if self.owners.is_suspended(bot_id):
+            reason = self.owners.suspension(bot_id) or "suspended by the operator"
+            raise Problem("suspended", f"this bot is suspended: {reason}")
         if wait <= 0:
             return self._act(game_id, bot_id, body, if_match, idem)
         metrics.LIVE.polls += 1
