@@ -138,6 +138,7 @@ def start_service(
         "ARENA_RATE_LIMIT": str(10**9),
         "ARENA_LOG_LEVEL": "warning",
         "ARENA_RETRY_GRACE": str(BENCH_RETRY_GRACE_S),
+        "ARENA_OWNERS_PER_NETWORK": "0",  # benches register many bots from one machine
         **(extra_env or {}),
     })  # fmt: skip
 
