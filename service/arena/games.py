@@ -274,12 +274,12 @@ class Arena(Waiting):
     # --- bots ------------------------------------------------------------------------------
 
     def register_bot(self, name: str, person: bool = False, *, owner_bot: str | None = None,
-                     address: str = "-", invitation: str | None = None,
-                     owner: str | None = None) -> dict[str, Any]:
+                     address: str = "-", invitation: str | None = None) -> dict[str, Any]:
         """A new bot and its token, belonging to ``owner_bot``'s owner (the bot behind the
-        caller's token), to ``owner`` (the house), or else to a new owner admitted from
-        ``address``'s network (``Owners.admit``)."""
-        if owner is None and owner_bot is not None:
+        caller's token), or else to a new owner admitted from ``address``'s network
+        (``Owners.admit``)."""
+        owner = None
+        if owner_bot is not None:
             owner = self.owners.owner_of(owner_bot)
             reason = self.owners.suspension(owner_bot) or self.owners.owner_suspension(owner)
             if reason is not None:
@@ -317,22 +317,31 @@ class Arena(Waiting):
         self.owners.lift_bots([bot_id], {"bot": bot_id})
         return self.bot(bot_id)
 
-    def suspend_owner(self, owner_id: str, reason: str) -> dict[str, Any]:
+    def _owner_record(self, owner_id: str) -> dict[str, Any]:
+        """The owner's record with every bot of it: a bot registered before owners existed
+        is its own owner (its id is the owner id) and has no record of its own."""
         record = self.owners.record(owner_id)
-        if record is None or owner_id == HOUSE_OWNER:
+        legacy = owner_id != HOUSE_OWNER and self.store.get_bot(owner_id) is not None
+        if (record is None and not legacy) or owner_id == HOUSE_OWNER:
             raise Problem("not-found", "no such owner")
+        if record is None:
+            record = {"id": owner_id, "created": 0, "bots": [], "suspended": None}
+        if legacy and owner_id not in record["bots"]:
+            record["bots"] = sorted([*record["bots"], owner_id])
+        return record
+
+    def suspend_owner(self, owner_id: str, reason: str) -> dict[str, Any]:
+        record = self._owner_record(owner_id)
         self.owners.mark_owner(owner_id, reason)
         self.owners.suspend_bots(record["bots"], reason, {"owner": owner_id})
         self._withdraw_everywhere(record["bots"])
-        return self.owners.record(owner_id) or record
+        return {**self._owner_record(owner_id), "suspended": reason}
 
     def lift_owner(self, owner_id: str) -> dict[str, Any]:
-        record = self.owners.record(owner_id)
-        if record is None:
-            raise Problem("not-found", "no such owner")
+        record = self._owner_record(owner_id)
         self.owners.mark_owner(owner_id, None)
         self.owners.lift_bots(record["bots"], {"owner": owner_id})
-        return self.owners.record(owner_id) or record
+        return {**self._owner_record(owner_id), "suspended": None}
 
     def _withdraw_everywhere(self, bot_ids: list[str]) -> None:
         """Withdraw ``bot_ids`` from every open tournament they are entrants of (the

@@ -398,6 +398,13 @@ def test_suspending_an_owner_suspends_every_bot_and_forbids_new_ones(key_prefix)
     r = c.delete(f"/admin/owners/{owner}/suspension", headers=ADMIN)
     assert r.status_code == 200 and r.json["suspended"] is None
     assert c.post("/bots", json={"name": "c"}, headers=auth(a_token)).status_code == 201
+    # a bot from before owners existed is its own owner: its id is the owner id
+    legacy, legacy_token = store.create_bot("old-timer")
+    r = c.post(f"/admin/owners/{legacy['id']}/suspension", json={"reason": "old tricks"},
+               headers=ADMIN)
+    assert r.status_code == 200 and r.json["bots"] == [legacy["id"]]
+    r = c.post("/games", json={"players": 2}, headers=auth(legacy_token))
+    assert r.status_code == 403 and r.json["type"] == "/problems/suspended"
 
 
 def test_a_suspended_entrant_is_withdrawn_from_a_live_tournament(key_prefix) -> None:
