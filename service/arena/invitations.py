@@ -262,8 +262,12 @@ class Invitations:
         for i in ids:
             pipe.hgetall(self.key(i))
         out = [self._read_raw(raw) for raw in pipe.execute() if raw]
-        games = {g.id: g for g in (self.store.get_game(gid) for gid in
-                                   sorted({i["game"] for i in out})) if g is not None}
+        gids = sorted({i["game"] for i in out})
+        pipe = self.r.pipeline(transaction=False)  # every game in one round trip
+        for gid in gids:
+            pipe.hgetall(self.store.game_key(gid))
+        games = {g.id: g for g in (self.store._game(gid, raw)
+                                   for gid, raw in zip(gids, pipe.execute())) if g is not None}
         names = self.store.bot_names([i["creator"] for i in out if i["creator"]])
         shown = []
         for inv in sorted(out, key=lambda i: (i["created"], i["id"])):

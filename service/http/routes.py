@@ -408,8 +408,10 @@ def get_me(bot_id: str) -> Response:
 )
 def my_turns(bot_id: str, query: dict[str, Any]) -> Response:
     playing = frozenset(query["playing"].split(",")) if query.get("playing") else frozenset()
-    return respond(sch(s.BotTurns), arena().wait_turns(bot_id, query["timeout"], playing,
-                                                       query.get("invitations_after")))
+    # BotTurns' own shape already (``Invitations.out``): no per-field dump of up to 100
+    # pending invitations on every poll
+    return respond(None, arena().wait_turns(bot_id, query["timeout"], playing,
+                                            query.get("invitations_after")))
 
 
 @bp.get("/bots/<bot_id>")
