@@ -377,8 +377,8 @@ class Invitations:
         started, or was cancelled already)."""
         for _ in range(CAS_ATTEMPTS):
             game = self.store.get_game(game_id)
-            if game is None or game.status != WAITING or not game.meta.get("invited"):
-                return None
+            if game is None or game.status != WAITING or not any(game.meta.get("invited") or []):
+                return None  # started, cancelled already, or every invited bot accepted
             meta = {**game.meta, "cancelled": {"reason": reason, "by": by,
                                                "at": round(time.time(), 3)}}
             code, value = self.store.commit(game, meta=meta, status=FINISHED,
