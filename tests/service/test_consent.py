@@ -462,3 +462,19 @@ def test_a_webhook_bot_gets_an_invitation_event_and_no_turn_before_accepting(key
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_suspended_bot_leaves_the_ladders(key_prefix) -> None:
+    quick = json.dumps({"quick": {"players": 2, "variants": {"target": 5}, "move_limit": 30}})
+    app = make_app(key_prefix, ARENA_LADDERS=quick)
+    c = app.test_client()
+    api = Api(c, one_owner=False)
+    bot, token = api.bot("ladder-cheat")
+    assert c.post("/ladders/quick/entry", headers=auth(token)).status_code == 200
+    lad = app.extensions["ladders"]
+    assert lad.entry("quick", bot)["state"] == "waiting"
+    assert c.post(f"/admin/bots/{bot}/suspension", json={"reason": "thrown games"},
+                  headers=ADMIN).status_code == 200
+    assert lad.entry("quick", bot)["state"] == "off"
+    r = c.post("/ladders/quick/entry", headers=auth(token))  # and cannot come back
+    assert r.status_code == 403 and r.json["type"] == "/problems/suspended"
