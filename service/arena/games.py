@@ -580,6 +580,10 @@ class Arena(Waiting):
             if held_for is not None and held_for != bot_id:
                 raise Problem("seat-taken", f"seat {seat} is held for an invited bot")
             if held_for == bot_id:  # joining a seat held for you is accepting
+                if time.time() >= float(game.meta.get("invitation_expires") or "inf"):
+                    self.invitations.cancel(game_id, "expired", None)
+                    raise Problem("not-found", "the invitation has expired; its game is "
+                                  "cancelled")
                 taken = self.take_invited_seats(game_id, bot_id)
                 if taken is None:
                     continue
