@@ -451,25 +451,33 @@ class Service:
 
 
 
-def register(port: int, n: int, prefix: str) -> list[dict[str, Any]]:
-    """``n`` bot accounts, registered over 8 keep-alive connections."""
+def register(port: int, n: int, prefix: str, owner: bool = False) -> list[dict[str, Any]]:
+    """``n`` bot accounts, registered over 8 keep-alive connections; ``owner``: all of one
+    owner (the first's), so games naming them seat them at once (issue 23)."""
     local = threading.local()
+    first: dict[str, Any] | None = None
+    if owner and n:
+        status, first = request(port, "POST", "/bots", {"name": f"{prefix}0"})
+        assert status == 201, (status, first)
 
     def one(i: int) -> dict[str, Any]:
         conn = getattr(local, "conn", None)
         if conn is None:
             conn = local.conn = http.client.HTTPConnection(HOST, port, timeout=30)
-        status, bot = request(port, "POST", "/bots", {"name": f"{prefix}{i}"}, conn=conn)
+        status, bot = request(port, "POST", "/bots", {"name": f"{prefix}{i}"},
+                              first["token"] if first else None, conn=conn)
         assert status == 201, (status, bot)
         return bot
 
     with ThreadPoolExecutor(8) as pool:
-        return list(pool.map(one, range(n)))
+        rest = list(pool.map(one, range(1 if first else 0, n)))
+    return ([first] if first else []) + rest
 
 
 def tables_of(port: int, games: int, seed: int) -> list[dict[str, Any]]:
     tables = []
-    for t, pair in enumerate(zip(*[iter(register(port, 2 * games, "player"))] * 2)):
+    players = register(port, 2 * games, "player", owner=True)
+    for t, pair in enumerate(zip(*[iter(players)] * 2)):
         bots = list(pair)
         tables.append({"bots": bots, "game": new_game(port, bots, seed + t)})
     return tables

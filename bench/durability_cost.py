@@ -32,6 +32,8 @@ def measure(url: str, games: int, durability: str) -> dict[str, object]:
     store = Store(connect(url), prefix)
     arena = Arena(store)
     bots = [store.create_bot(f"d{i}")[0]["id"] for i in range(4)]
+    for b in bots:  # one owner's bots: seated at once (issue 23)
+        arena.owners.add_bot("o-bench", b)
     n, cpu, wall = 0, 0.0, 0.0
     try:
         for g in range(games):

@@ -94,8 +94,9 @@ def table(base: str, seed: int, tally: Tally) -> None:
     """One table's bots: games one after another until told to stop."""
     s = requests.Session()
     rng = random.Random(seed)
-    bots = [request(s, tally, "POST", f"{base}/bots", json={"name": f"fo-{seed}-{i}"}).json()
-            for i in range(4)]
+    bots = [request(s, tally, "POST", f"{base}/bots", json={"name": f"fo-{seed}-0"}).json()]
+    bots += [request(s, tally, "POST", f"{base}/bots", bots[0]["token"],  # one owner's
+                     json={"name": f"fo-{seed}-{i}"}).json() for i in range(1, 4)]
     while not tally.stop.is_set():
         game = request(s, tally, "POST", f"{base}/games", bots[0]["token"],
                        json={"players": 4, "seed": rng.getrandbits(40),

@@ -138,6 +138,7 @@ def start_service(
         "ARENA_RATE_LIMIT": str(10**9),
         "ARENA_LOG_LEVEL": "warning",
         "ARENA_RETRY_GRACE": str(BENCH_RETRY_GRACE_S),
+        "ARENA_OWNERS_PER_NETWORK": "0",  # benches register many bots from one machine
         **(extra_env or {}),
     })  # fmt: skip
 
@@ -193,6 +194,15 @@ class Client:
         if status != expect:
             raise RuntimeError(f"{method} {path}: {status} {data[:300]!r}")
         return json.loads(data)
+
+
+def one_owners_bots(setup: Client, n: int, prefix: str = "bench") -> list[Any]:
+    """``n`` bots of one owner (the first's token registers the rest): a game naming
+    several of them seats them at once, with no invitation to answer (issue 23)."""
+    first = setup.json("POST", "/bots", {"name": f"{prefix}-0"}, expect=201)
+    owner = Client(setup.port, first["token"], timeout=setup.timeout)
+    return [first] + [owner.json("POST", "/bots", {"name": f"{prefix}-{i}"}, expect=201)
+                      for i in range(1, n)]
 
 
 # --- phase 1: players ------------------------------------------------------------------------
@@ -533,8 +543,7 @@ def scale_phase(label: str, redis_url: str, masters: list[int], nodes: list[int]
                                           {"ARENA_DURABILITY": durability}))
         ports = [port for _, port in services]
         setup = Client(ports[0])
-        bots = [setup.json("POST", "/bots", {"name": f"bench-{i}"}, expect=201)
-                for i in range(args.players)]
+        bots = one_owners_bots(setup, args.players)
         for port in ports:
             warm = Client(port)
             for _ in range(50):
@@ -720,10 +729,7 @@ def main() -> None:
             log = Path(tmp) / "gunicorn.log"
             gunicorn, port = start_service(redis_port, prefix, args.workers, log)
             setup = Client(port)
-            bots = [
-                setup.json("POST", "/bots", {"name": f"bench-{i}"}, expect=201)
-                for i in range(args.players)
-            ]
+            bots = one_owners_bots(setup, args.players)
             for _ in range(50):  # warm every worker's imports and pools
                 setup.get("/readyz")
 

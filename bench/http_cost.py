@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.http import HOST, Client, start_redis, stop  # noqa: E402
+from bench.http import HOST, Client, one_owners_bots, start_redis, stop  # noqa: E402
 from service.cli.serve import gunicorn_command  # noqa: E402
 from service.storage.embedded import free_port  # noqa: E402
 
@@ -138,8 +138,7 @@ def main() -> None:
                                      text=True).stdout.split()
             pid = int(workers[0])
             setup = Client(port, timeout=600)
-            bots = [setup.json("POST", "/bots", {"name": f"cost-{i}"}, expect=201)
-                    for i in range(4)]
+            bots = one_owners_bots(setup, 4, "cost")
             tokens, ids = [b["token"] for b in bots], [b["id"] for b in bots]
             play_games(port, tokens, ids, 1, args.keys)  # warm every code path up
             for _ in range(50):

@@ -100,7 +100,10 @@ def main() -> None:
     port = free_port()
     env = {**os.environ, "REDIS_URL": args.redis, "ARENA_KEY_PREFIX": prefix,
            "ARENA_RATE_LIMIT": "0", "ARENA_HOUSE_BOTS": "0", "ARENA_ACCESS_LOG": "0",
-           "ARENA_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT)}
+           "ARENA_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT),
+           # the bots are owners of their own (a ladder never matches one owner's),
+           # all from this machine: no per-network cap on owners
+           "ARENA_OWNERS_PER_NETWORK": "0"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "service.cli.main", "serve", "--port", str(port),
          "--workers", str(args.workers), "--data-dir", "/tmp/bench-ladder-unused"],

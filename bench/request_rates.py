@@ -122,7 +122,8 @@ def bots_load(args: argparse.Namespace) -> dict[str, Any]:
     started = len(LOG)
     try:
         clients = [ArenaClient(url) for _ in range(2)]
-        ids = [c.register(f"bot{i}").id for i, c in enumerate(clients)]
+        first = clients[0].register("bot0")  # one owner's bots: seated at once (issue 23)
+        ids = [first.id, clients[1].register("bot1", owner=first.token).id]
         for _ in range(args.bot_games):
             clients[0].create_game(2, seats=ids,
                                    variants={"target": args.target} if args.target else None)

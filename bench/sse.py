@@ -461,8 +461,9 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
         tables = []
         for t in range(args.tables):
             bots = []
-            for i in range(2):
-                status, bot = request(port, "POST", "/bots", {"name": f"sse{t}{i}"})
+            for i in range(2):  # one owner's two bots: seated at once (issue 23)
+                status, bot = request(port, "POST", "/bots", {"name": f"sse{t}{i}"},
+                                      bots[0]["token"] if bots else None)
                 assert status == 201, (status, bot)
                 bots.append(bot)
             tables.append({"bots": bots, "game": new_game(port, bots, 100 + t)})

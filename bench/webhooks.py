@@ -168,9 +168,11 @@ def run_phase(url: str, stamps: Stamps, hook: tuple[str, str] | None, games: int
                     return
                 seed = todo.pop()
             api = Api(url)
-            _, h = api.call("POST", "/bots", {"name": "h"})
-            _, o = api.call("POST", "/bots", {"name": "o"})
+            if hook is None:
+                _, h = api.call("POST", "/bots", {"name": "h"})
             h_id, h_token = hook if hook is not None else (h["id"], h["token"])
+            # the hook bot's owner: seated with it at once (issue 23)
+            _, o = Api(url, h_token).call("POST", "/bots", {"name": "o"})
             _, game = Api(url, o["token"]).call(
                 "POST", "/games", {"players": 2, "seats": [h_id, o["id"]], "seed": seed,
                                    "variants": {"target": target}, "move_limit": move_limit})

@@ -74,6 +74,23 @@ ENDPOINTS: dict[str, Endpoint] = {
     "postBots": Endpoint("POST", "/bots", safe=False),
     "getBotsMe": Endpoint("GET", "/bots/me"),
     "getBotsMeTurns": Endpoint("GET", "/bots/me/turns"),
+    "getBotsMeInvitations": Endpoint("GET", "/bots/me/invitations"),
+    # answering again is a 404 (the invitation is gone): not repeated blindly
+    "postInvitationsInvitationIdAccept": Endpoint("POST", "/invitations/{invitation_id}/accept",
+                                                  safe=False),
+    "postInvitationsInvitationIdDecline": Endpoint(
+        "POST", "/invitations/{invitation_id}/decline", safe=False),
+    "getBotsMePolicy": Endpoint("GET", "/bots/me/policy"),
+    "putBotsMePolicy": Endpoint("PUT", "/bots/me/policy"),
+    "postOwnerInvitations": Endpoint("POST", "/owner-invitations", safe=False),
+    # suspending or lifting again answers as it is now: safe to repeat
+    "postAdminBotsBotIdSuspension": Endpoint("POST", "/admin/bots/{bot_id}/suspension"),
+    "deleteAdminBotsBotIdSuspension": Endpoint("DELETE", "/admin/bots/{bot_id}/suspension"),
+    "postAdminOwnersOwnerIdSuspension": Endpoint("POST",
+                                                 "/admin/owners/{owner_id}/suspension"),
+    "deleteAdminOwnersOwnerIdSuspension": Endpoint("DELETE",
+                                                   "/admin/owners/{owner_id}/suspension"),
+    "getAdminSuspensions": Endpoint("GET", "/admin/suspensions"),
     "getBotsBotId": Endpoint("GET", "/bots/{bot_id}"),
     # webhook bots: a retried PUT answers with the newest secret, the one that counts
     "putBotsMeCallback": Endpoint("PUT", "/bots/me/callback"),
@@ -206,10 +223,13 @@ class BotCreated(Bot):
 class BotTurns:
     games: list[str]
     timed_out: bool
+    # pending invitations (games other owners' bots asked this bot to play), oldest first
+    invitations: list[JSON] = field(default_factory=list)
 
     @classmethod
     def of(cls, d: JSON) -> BotTurns:
-        return cls(list(d["games"]), bool(d["timed_out"]))
+        return cls(list(d["games"]), bool(d["timed_out"]),
+                   [dict(i) for i in d.get("invitations") or []])
 
 
 @dataclass(frozen=True)
@@ -522,12 +542,46 @@ class ArenaClient:
 
     # --- bots --------------------------------------------------------------------------
 
-    def register(self, name: str, use_token: bool = True) -> BotCreated:
-        """``POST /bots``. The token is shown only here; by default the client adopts it."""
-        bot = BotCreated.of(self._call("postBots", json={"name": name}))
+    def register(self, name: str, use_token: bool = True, owner: str | None = None,
+                 invitation: str | None = None) -> BotCreated:
+        """``POST /bots``. The token is shown only here; by default the client adopts it.
+        ``owner``: the token of one of your bots: the new bot joins that bot's owner (your
+        bots seat each other at once; they are never matched or rated against each
+        other). Without it the bot is a new owner's (``invitation``: the operator's code,
+        where new owners need one)."""
+        body: JSON = {"name": name}
+        if invitation is not None:
+            body["invitation"] = invitation
+        bot = BotCreated.of(self._call("postBots", json=body,
+                                       headers={"Authorization": f"Bearer {owner}"
+                                                if owner else ""}))
         if use_token:
             self.token = bot.token
         return bot
+
+    def invitations(self) -> list[JSON]:
+        """``GET /bots/me/invitations``: games other owners' bots invited this bot to,
+        oldest first (``id``, ``game_id``, ``from_bot``, ``from_owner``, ``seats``,
+        ``expires``...)."""
+        return list(self._call("getBotsMeInvitations")["invitations"])
+
+    def accept(self, invitation_id: str) -> JSON:
+        """``POST /invitations/{id}/accept``: sit in the seats held for this bot."""
+        return dict(self._call("postInvitationsInvitationIdAccept",
+                               invitation_id=invitation_id))
+
+    def decline(self, invitation_id: str) -> JSON:
+        """``POST /invitations/{id}/decline``: the invitation's game is cancelled."""
+        return dict(self._call("postInvitationsInvitationIdDecline",
+                               invitation_id=invitation_id))
+
+    def set_policy(self, accept: str, from_: Iterable[str] = ()) -> JSON:
+        """``PUT /bots/me/policy``: ``anyone``, ``nobody`` or ``list`` (with ``from_``: bot
+        and owner ids) may invite this bot."""
+        body: JSON = {"accept": accept}
+        if accept == "list":
+            body["from"] = sorted(from_)
+        return dict(self._call("putBotsMePolicy", json=body))
 
     def me(self) -> Bot:
         """``GET /bots/me``: the bot behind the token."""
@@ -558,11 +612,16 @@ class ArenaClient:
             params["game_id"] = game_id
         return list(self._call("getBotsMeCallbackDeliveries", params=params)["deliveries"])
 
-    def my_turns(self, timeout: float = 25.0, playing: Iterable[str] = ()) -> BotTurns:
+    def my_turns(self, timeout: float = 25.0, playing: Iterable[str] = (),
+                 invitations_after: float | None = None) -> BotTurns:
         """``GET /bots/me/turns``: games where it is this bot's turn; waits up to ``timeout``
         seconds (0..30) for one. ``playing``: games already being played (at most 200),
-        left out of the answer and not waited for."""
+        left out of the answer and not waited for. The answer lists pending
+        ``invitations`` too; one newer than ``invitations_after`` (unix seconds) answers
+        at once."""
         params: JSON = {"timeout": timeout}
+        if invitations_after is not None:
+            params["invitations_after"] = invitations_after
         ids = ",".join(sorted(playing))
         if ids:
             params["playing"] = ids
@@ -785,6 +844,43 @@ class ArenaClient:
         headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
         return Tournament.of(self._call(name, tournament_id=tournament_id, headers=headers))
 
+    # --- the operator: owners and suspensions (admin) ---------------------------------
+
+    def _admin(self, name: str, admin_token: str | None, json: Any = None,
+               **path: Any) -> JSON:
+        headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
+        return dict(self._call(name, json=json, headers=headers, **path))
+
+    def create_owner_invitation(self, admin_token: str | None = None) -> JSON:
+        """``POST /owner-invitations`` (admin): a single-use code that admits a new owner
+        where admission is ``invite`` (``code``, ``expires``)."""
+        return self._admin("postOwnerInvitations", admin_token)
+
+    def suspend_bot(self, bot_id: str, reason: str, admin_token: str | None = None) -> JSON:
+        """``POST /admin/bots/{id}/suspension`` (admin): withdrawn from tournaments and
+        ladders, can no longer act, register or accept invitations."""
+        return self._admin("postAdminBotsBotIdSuspension", admin_token, {"reason": reason},
+                           bot_id=bot_id)
+
+    def lift_bot_suspension(self, bot_id: str, admin_token: str | None = None) -> JSON:
+        """``DELETE /admin/bots/{id}/suspension`` (admin): access back, not the games."""
+        return self._admin("deleteAdminBotsBotIdSuspension", admin_token, bot_id=bot_id)
+
+    def suspend_owner(self, owner_id: str, reason: str, admin_token: str | None = None
+                      ) -> JSON:
+        """``POST /admin/owners/{id}/suspension`` (admin): every bot of the owner."""
+        return self._admin("postAdminOwnersOwnerIdSuspension", admin_token,
+                           {"reason": reason}, owner_id=owner_id)
+
+    def lift_owner_suspension(self, owner_id: str, admin_token: str | None = None) -> JSON:
+        """``DELETE /admin/owners/{id}/suspension`` (admin)."""
+        return self._admin("deleteAdminOwnersOwnerIdSuspension", admin_token,
+                           owner_id=owner_id)
+
+    def suspensions(self, admin_token: str | None = None) -> list[JSON]:
+        """``GET /admin/suspensions`` (admin): every act, newest first."""
+        return list(self._admin("getAdminSuspensions", admin_token)["entries"])
+
     def leaderboard(self) -> list[LeaderboardRow]:
         """``GET /leaderboard``: ratings over every tournament game, best first."""
         return [LeaderboardRow.of(r) for r in self._call("getLeaderboard")["items"]]
@@ -884,6 +980,7 @@ class ArenaClient:
         what = f"{ep.method} {ep.path.format(**path)}"
         all_headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         all_headers.update(headers or {})
+        all_headers = {k: v for k, v in all_headers.items() if v}  # "": not sent
         policy = self.retry
         for attempt in range(1, policy.attempts + 1):
             self._hold(name)

@@ -117,6 +117,10 @@ class BotRunner:
     - ``act_wait``: seconds an action also waits for the bot's next turn in its game (0:
       plain actions, each followed by a turn long-poll of the game). Waits are at most
       ``poll_timeout``, so a stop is noticed as quickly.
+    - ``accept_from``: invitations (games another owner's bot asked this bot to play)
+      to accept: from these bot ids or owner ids, ``"*"`` from anyone; others are left
+      to expire, or declined with ``decline_others``. Default: none accepted (a bot
+      plays only the games it chose).
     """
 
     def __init__(
@@ -135,8 +139,14 @@ class BotRunner:
         handle_signals: bool = False,
         name: str | None = None,
         ladder: str | None = None,
+        accept_from: Collection[str] = (),
+        decline_others: bool = False,
     ) -> None:
         self.client = client
+        self.accept_from = frozenset(accept_from)
+        self.decline_others = decline_others
+        self._answered: set[str] = set()
+        self._invitations_seen: float | None = None
         self.ladder = ladder
         self._ladder_checked = 0.0
         self._left = False
@@ -189,12 +199,15 @@ class BotRunner:
                     # every game being played is named: the poll answers when another one's
                     # turn comes (a new game's first), however long the busy ones take
                     turns = self.client.my_turns(self.poll_timeout,
-                                                 playing=sorted(busy)[:MAX_PLAYING])
+                                                 playing=sorted(busy)[:MAX_PLAYING],
+                                                 invitations_after=self._invitations_seen)
                     failures = 0
                 except ArenaError as exc:
                     failures += 1
                     self._backoff(failures, exc)
                     continue
+                if turns.invitations:
+                    self._answer_invitations(turns.invitations)
                 fresh = [g for g in turns.games if g not in busy and g not in self._done]
                 for gid in fresh:
                     busy[gid] = pool.submit(self.play_game, gid)
@@ -217,6 +230,28 @@ class BotRunner:
                 signal.signal(sig, handler)
             log.info("%s: runner stopped: %s", self.name, self.stats)
         return self.stats
+
+    def _answer_invitations(self, invitations: list[dict[str, Any]]) -> None:
+        """Accept the invitations ``accept_from`` names; decline the rest with
+        ``decline_others``, else leave them to expire. Each is answered once."""
+        for inv in invitations:
+            self._invitations_seen = max(self._invitations_seen or 0.0, inv["created"])
+            if inv["id"] in self._answered:
+                continue
+            self._answered.add(inv["id"])
+            wanted = "*" in self.accept_from or bool(
+                {inv.get("from_bot"), inv.get("from_owner")} & self.accept_from)
+            try:
+                if wanted:
+                    self.client.accept(inv["id"])
+                    log.info("%s: accepted invitation to game %s from %s", self.name,
+                             inv["game_id"], inv.get("from_bot"))
+                elif self.decline_others:
+                    self.client.decline(inv["id"])
+                    log.info("%s: declined invitation to game %s from %s", self.name,
+                             inv["game_id"], inv.get("from_bot"))
+            except ArenaError as exc:  # expired, or cancelled meanwhile
+                log.info("%s: invitation %s: %s", self.name, inv["id"], exc)
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         if self.stopping:

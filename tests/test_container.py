@@ -154,8 +154,9 @@ def test_the_image_builds_runs_plays_stops_gracefully_and_restarts(
         assert podman("healthcheck", "run", c.name, check=False).returncode == 0
 
         rng = random.Random(31)
-        bots = [call("POST", c.url("/bots"), json={"name": f"box{i}"}, expect=201)
-                for i in range(2)]
+        bots = [call("POST", c.url("/bots"), json={"name": "box0"}, expect=201)]
+        bots.append(call("POST", c.url("/bots"), bots[0]["token"],  # one owner's bots
+                         json={"name": "box1"}, expect=201))
         created = call("POST", c.url("/games"), bots[0]["token"], expect=201,
                        json={"players": 2, "seed": 3131, "seats": [b["id"] for b in bots]})
         game_id, tokens = created["id"], [b["token"] for b in bots]

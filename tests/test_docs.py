@@ -242,7 +242,8 @@ def test_every_link_between_the_docs_resolves() -> None:
 def test_a_refused_action_points_to_its_rule_in_the_docs(service: str) -> None:
     """An illegal-action or not-your-turn problem names its rule and where it is explained."""
     a = requests.post(f"{service}/bots", json={"name": "ruled"}, timeout=10).json()
-    b = requests.post(f"{service}/bots", json={"name": "other"}, timeout=10).json()
+    b = requests.post(f"{service}/bots", json={"name": "other"}, timeout=10,  # a's owner
+                      headers={"Authorization": f"Bearer {a['token']}"}).json()
     game = requests.post(f"{service}/games", headers={"Authorization": f"Bearer {a['token']}"},
                          json={"players": 2, "seed": 42, "seats": [a["id"], b["id"]]},
                          timeout=10).json()

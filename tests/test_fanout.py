@@ -102,7 +102,9 @@ async def watch_and_play(base: str, redis_port: int) -> None:
                 assert r.status in (200, 201), (method, path, r.status, body)
                 return body
 
-        bots = [await call("POST", "/bots", json={"name": f"fan{i}"}) for i in range(2)]
+        bots = [await call("POST", "/bots", json={"name": "fan0"})]
+        bots.append(await call("POST", "/bots", bots[0]["token"],  # one owner's bots
+                               json={"name": "fan1"}))
         game = await call("POST", "/games", bots[0]["token"],
                           json={"players": 2, "seats": [b["id"] for b in bots], "seed": 17})
         url = f"{base}/games/{game['id']}/events"
@@ -240,8 +242,9 @@ def test_at_the_connection_cap_a_new_connection_is_answered_503_at_once(
     streams: list[socket.socket] = []
     try:
         s.wait_healthy()
-        bots = [requests_json("POST", s.url("/bots"), json={"name": f"cap{i}"})
-                for i in range(2)]
+        bots = [requests_json("POST", s.url("/bots"), json={"name": "cap0"})]
+        bots.append(requests_json("POST", s.url("/bots"), bots[0]["token"],  # one owner's
+                                  json={"name": "cap1"}))
         game = requests_json("POST", s.url("/games"), bots[0]["token"],
                              json={"players": 2, "seats": [b["id"] for b in bots]})
         for _ in range(cap):

@@ -152,7 +152,7 @@ def test_a_frozen_redis_is_a_quick_503_and_long_polls_still_wait(tmp_path, froze
             return s.request(method, base + path, headers=headers, timeout=60, **kw)
 
         a = call("POST", "/bots", json={"name": "a"}).json()
-        b = call("POST", "/bots", json={"name": "b"}).json()
+        b = call("POST", "/bots", a["token"], json={"name": "b"}).json()  # a's owner
         game = call("POST", "/games", a["token"],
                     json={"players": 2, "seats": [a["id"], b["id"]], "seed": 1}).json()
         path = f"/games/{game['id']}"

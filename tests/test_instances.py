@@ -143,8 +143,10 @@ class Http:
 
 
 def table(c: Http, players: int, seed: int, **extra: Any) -> tuple[str, list[dict[str, Any]]]:
-    bots = [c.call("POST", "/bots", json={"name": f"inst{i}"}, expect=201)
-            for i in range(players)]
+    # one owner's bots (the first's token): seated at once, no invitation (issue 23)
+    bots = [c.call("POST", "/bots", json={"name": "inst0"}, expect=201)]
+    bots += [c.call("POST", "/bots", bots[0]["token"], json={"name": f"inst{i}"}, expect=201)
+             for i in range(1, players)]
     game = c.call("POST", "/games", bots[0]["token"], expect=201,
                   json={"players": players, "seed": seed,
                         "seats": [b["id"] for b in bots], **extra})

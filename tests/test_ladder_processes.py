@@ -39,7 +39,10 @@ T = 15.0
 def services(tmp_path: Path, key_prefix: str, redis_client) -> Iterator[list[str]]:
     env = {"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix, "ARENA_RATE_LIMIT": "0",
            "ARENA_HOUSE_BOTS": "0", "ARENA_LADDERS": json.dumps(LADDERS),
-           "ARENA_LADDER_REMATCH_WAIT": "0.5"}
+           "ARENA_LADDER_REMATCH_WAIT": "0.5",
+           # every bot here is an owner of its own (one owner's bots never meet on a
+           # ladder), all registered from this machine: no per-network cap on owners
+           "ARENA_OWNERS_PER_NETWORK": "0"}
     started = [Serve(tmp_path, tmp_path / "unused-data", **env) for _ in range(2)]
     try:
         for process in started:

@@ -91,7 +91,10 @@ class Alternating:
 
 def table(c: Alternating, players: int, seed: int) -> tuple[str, list[str]]:
     """A new game with a distinct bot in every seat: (game id, token per seat)."""
-    bots = [c.call("POST", "/bots", json={"name": f"mp{i}"}, expect=201) for i in range(players)]
+    # one owner's bots (the first's token): seated at once, no invitation (issue 23)
+    bots = [c.call("POST", "/bots", json={"name": "mp0"}, expect=201)]
+    bots += [c.call("POST", "/bots", bots[0]["token"], json={"name": f"mp{i}"}, expect=201)
+             for i in range(1, players)]
     game = c.call(
         "POST",
         "/games",

@@ -80,8 +80,10 @@ def call(method: str, url: str, token: str | None = None, expect: int | None = 2
 
 def new_table(s: Service, players: int = 2, **game: Any) -> tuple[str, list[str], list[str]]:
     """A game with a bot in every seat: (game id, tokens by seat, bot ids by seat)."""
-    bots = [call("POST", s.url("/bots"), json={"name": f"ops{i}"}, expect=201).json()
-            for i in range(players)]
+    # one owner's bots (the first's token): seated at once, no invitation (issue 23)
+    bots = [call("POST", s.url("/bots"), json={"name": "ops0"}, expect=201).json()]
+    bots += [call("POST", s.url("/bots"), bots[0]["token"], json={"name": f"ops{i}"},
+                  expect=201).json() for i in range(1, players)]
     body = {"players": players, "seats": [b["id"] for b in bots], **game}
     created = call("POST", s.url("/games"), bots[0]["token"], json=body, expect=201).json()
     return created["id"], [b["token"] for b in bots], [b["id"] for b in bots]

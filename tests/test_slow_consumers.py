@@ -109,8 +109,9 @@ def test_a_stream_that_is_never_read_is_dropped_after_the_write_timeout(tmp_path
         s.wait_healthy()
         gunicorns = [p for p, cmd in s.seen.items() if "gunicorn" in cmd]
         worker = next(p for p in gunicorns if (_proc_stat(p) or ("", 0))[1] in gunicorns)
-        bots = [requests_json("POST", s.url("/bots"), json={"name": f"slow{i}"})
-                for i in range(2)]
+        bots = [requests_json("POST", s.url("/bots"), json={"name": "slow0"})]
+        bots.append(requests_json("POST", s.url("/bots"), bots[0]["token"],  # one owner's
+                                  json={"name": "slow1"}))
         game = requests_json("POST", s.url("/games"), bots[0]["token"],
                              json={"players": 2, "seats": [b["id"] for b in bots],
                                    "seed": 5})

@@ -96,7 +96,7 @@ from urllib3.exceptions import (
 )
 
 from service.arena.loop import BackgroundLoop
-from service.arena.status import ACTIVE, FINISHED
+from service.arena.status import ACTIVE, FINISHED, WAITING
 from service.engine import IllegalAction
 from service.http.problems import Problem
 from service.jsonio import dumps
@@ -680,6 +680,14 @@ class Callbacks:
             r.zadd(notify_key(self.p, bot), {f"{event}:{game.id}": now}, nx=True)
             self.wake(bot)
 
+    def invited(self, game: Game, bot_id: str) -> None:
+        """``bot_id`` is invited to ``game``: queue an ``invitation`` event for it, if it is
+        a webhook bot (``Invitations.on_invite``)."""
+        if self.store.r.sismember(hooks_key(self.p), bot_id):
+            self.store.r.zadd(notify_key(self.p, bot_id), {f"invitation:{game.id}": time.time()},
+                              nx=True)
+            self.wake(bot_id)
+
     def notify_due(self, bot_id: str, cfg: dict[str, Any]) -> int:
         """Deliver ``bot_id``'s due notifications (claimed with a lease); how many."""
         key = notify_key(self.p, bot_id)
@@ -690,14 +698,26 @@ class Callbacks:
             member = raw.decode()
             event, _, game_id = member.partition(":")
             game = self.store.get_game(game_id)
-            if game is None or bot_id not in game.seats:
+            invited = (game.meta.get("invited") or []) if game is not None else []
+            if event == "invitation":  # consent (service.arena.invitations): still open?
+                if game is None or bot_id not in invited or game.status != WAITING:
+                    self.store.r.zrem(key, member)
+                    continue
+                seat = invited.index(bot_id)
+            elif game is None or bot_id not in game.seats:
                 self.store.r.zrem(key, member)
                 continue
-            seat = game.seats.index(bot_id)
+            else:
+                seat = game.seats.index(bot_id)
             started = time.time()
             envelope = {"event": event, "delivery": "", "bot_id": bot_id, "game_id": game_id,
                         "version": game.version, "seat": seat, "deadline": game.deadline,
-                        "view": self.arena.view(game, bot_id, seat), "last_failure": None}
+                        "view": self.arena.view(game, bot_id, seat if event != "invitation"
+                                                else None), "last_failure": None}
+            if event == "invitation":
+                envelope["invitation"] = next(
+                    (i for i in self.arena.invitations.pending(bot_id)
+                     if i["game_id"] == game_id), None)
             result = self.call(cfg, envelope, NOTIFY_TIMEOUT_S)
             record = {
                 "event": event, "game_id": game_id, "version": game.version, "seat": seat,

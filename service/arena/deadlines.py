@@ -107,6 +107,7 @@ class Sweeper(BackgroundLoop):
             self.arena.store.reconcile()
         if self.tournaments is not None:
             self.tournaments.advance_all()
+        self.arena.invitations.expire_due()  # games whose invitations went unanswered
 
     def pass_once(self) -> None:
         self.sweep_once()

@@ -11,6 +11,7 @@ which seat, compare-and-set retries and idempotent replies; waiting for changes 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import secrets
 import threading
@@ -20,6 +21,8 @@ from typing import Any
 
 from service import metrics
 from service.arena.fanout import Feed
+from service.arena.invitations import Invitations, seat_invited
+from service.arena.owners import HOUSE_OWNER, Owners, network_of
 from service.arena.status import (
     ACTIVE,
     EMBARGOED,
@@ -163,6 +166,21 @@ class Arena(Waiting):
         # (``service.arena.fanout``): one read per change per process, whatever the viewers.
         self._feeds: dict[str, Feed] = {}
         self._feeds_lock = threading.Lock()
+        # owners, admission and suspension; invitations (consent to play): the app
+        # factory replaces them with ones built from its settings (``configure``)
+        self.owners = Owners(store)
+        self.invitations = Invitations(self)
+        # the tournaments and ladders a suspension withdraws a bot from (the app sets them)
+        self.tournaments: Any = None
+        self.ladders: Any = None
+
+    def configure(self, config: dict[str, Any]) -> None:
+        """Owners and invitations with the deployment's settings (``ARENA_OWNER_*``,
+        ``ARENA_INVITATION_TTL``...)."""
+        self.owners = Owners(self.store, config)
+        hooks = self.invitations.on_invite
+        self.invitations = Invitations(self, config)
+        self.invitations.on_invite = hooks
 
     def _heard(self, channel: str, data: Any, generation: int) -> Any:
         """Every message the listener hears: game changes move the game cache on; the
@@ -255,15 +273,111 @@ class Arena(Waiting):
 
     # --- bots ------------------------------------------------------------------------------
 
-    def register_bot(self, name: str, person: bool = False) -> dict[str, Any]:
+    def register_bot(self, name: str, person: bool = False, *, owner_bot: str | None = None,
+                     address: str = "-", invitation: str | None = None) -> dict[str, Any]:
+        """A new bot and its token, belonging to ``owner_bot``'s owner (the bot behind the
+        caller's token), or else to a new owner admitted from ``address``'s network
+        (``Owners.admit``)."""
+        owner = None
+        if owner_bot is not None:
+            owner = self.owners.owner_of(owner_bot)
+            reason = self.owners.suspension(owner_bot) or self.owners.owner_suspension(owner)
+            if reason is not None:
+                raise Problem("suspended", f"suspended: {reason}")
+        if owner is None:
+            owner = self.owners.admit(network_of(address), invitation)
         bot, token = self.store.create_bot(name, person)
-        return {**bot, "token": token}
+        self.owners.add_bot(owner, bot["id"])
+        return {**bot, "owner": owner, "token": token}
 
     def bot(self, bot_id: str) -> dict[str, Any]:
         bot = self.store.get_bot(bot_id)
         if bot is None:
             raise Problem("not-found", "no such bot")
+        owner, suspended = self.store.r.hmget(self.store.keys.bot(bot_id), "owner",
+                                              "suspended")
+        bot["owner"] = owner.decode() if owner else bot_id
+        bot["suspended"] = suspended.decode() if suspended is not None else None
         return bot
+
+    # --- suspension ------------------------------------------------------------------------
+
+    def suspend_bot(self, bot_id: str, reason: str) -> dict[str, Any]:
+        """The operator suspends ``bot_id`` for ``reason`` (logged): it can no longer act,
+        register bots or accept invitations, leaves the leaderboard, and is withdrawn
+        from its open tournaments and its ladders (its live games there forfeited)."""
+        self.bot(bot_id)
+        self.owners.suspend_bots([bot_id], reason, {"bot": bot_id})
+        self._withdraw_everywhere([bot_id])
+        return self.bot(bot_id)
+
+    def lift_bot(self, bot_id: str) -> dict[str, Any]:
+        """Access back; the forfeited games stay forfeited."""
+        self.bot(bot_id)
+        self.owners.lift_bots([bot_id], {"bot": bot_id})
+        return self.bot(bot_id)
+
+    def _owner_record(self, owner_id: str) -> dict[str, Any]:
+        """The owner's record with every bot of it: a bot registered before owners existed
+        is its own owner (its id is the owner id) and has no record of its own."""
+        record = self.owners.record(owner_id)
+        legacy = owner_id != HOUSE_OWNER and self.store.get_bot(owner_id) is not None
+        if (record is None and not legacy) or owner_id == HOUSE_OWNER:
+            raise Problem("not-found", "no such owner")
+        if record is None:
+            record = {"id": owner_id, "created": 0, "bots": [], "suspended": None}
+        if legacy and owner_id not in record["bots"]:
+            record["bots"] = sorted([*record["bots"], owner_id])
+        return record
+
+    def suspend_owner(self, owner_id: str, reason: str) -> dict[str, Any]:
+        record = self._owner_record(owner_id)
+        self.owners.mark_owner(owner_id, reason)
+        self.owners.suspend_bots(record["bots"], reason, {"owner": owner_id})
+        self._withdraw_everywhere(record["bots"])
+        return {**self._owner_record(owner_id), "suspended": reason}
+
+    def lift_owner(self, owner_id: str) -> dict[str, Any]:
+        record = self._owner_record(owner_id)
+        self.owners.mark_owner(owner_id, None)
+        self.owners.lift_bots(record["bots"], {"owner": owner_id})
+        return {**self._owner_record(owner_id), "suspended": None}
+
+    def _withdraw_everywhere(self, bot_ids: list[str]) -> None:
+        """Withdraw ``bot_ids`` from every open tournament they are entrants of (the
+        tournament's own withdrawal: live games forfeited) and every ladder (its leave),
+        and cancel the games they are invited to. Best effort per tournament/ladder: a
+        failure is logged, the suspension stands."""
+        from service.arena import tournament_control as control
+
+        wanted = set(bot_ids)
+        t = self.tournaments
+        if t is not None:
+            for raw in sorted(self.store.r.smembers(t.running_key)):
+                tid = raw.decode()
+                try:
+                    raw_doc = self.store.r.get(t.key(tid))
+                    doc = json.loads(raw_doc) if raw_doc else {}
+                    entrants = {e["bot_id"] for e in doc.get("entrants", [])}
+                    for b in sorted(wanted & entrants):
+                        control.withdraw(t, tid, b, b)
+                except Problem:
+                    continue
+                except Exception:
+                    log.exception("withdrawing suspended bots from tournament %s failed", tid)
+        lads = self.ladders
+        if lads is not None:
+            for name in sorted(getattr(lads, "ladders", {})):
+                for b in sorted(wanted):
+                    try:
+                        lads.leave(name, b)
+                    except Problem:
+                        continue
+                    except Exception:
+                        log.exception("suspended bot %s could not leave ladder %s", b, name)
+        for b in sorted(wanted):
+            for inv in self.invitations.pending(b):
+                self.invitations.cancel(inv["game_id"], "declined", b)
 
     # --- games -----------------------------------------------------------------------------
 
@@ -284,6 +398,10 @@ class Arena(Waiting):
         if unknown:
             msg = f"no such bot: {', '.join(unknown)}"
             raise Problem("not-found", msg, errors={"seats": [msg]})
+        named = list(seats)
+        # consent: the creator's own bots (and the house's, within their limit) sit down
+        # at once; any other bot is invited (service.arena.invitations)
+        seats, invited = self.invitations.plan(creator, named)
         state, _ = new_game(players, seed, variants)
         status = status_of(state, seats)
         meta = {
@@ -295,15 +413,57 @@ class Arena(Waiting):
             "created": int(time.time()),
             "creator": creator,
         }
+        self.invitations.prepare(meta, invited)
         if body.get("move_limit"):
             meta["move_limit"] = body["move_limit"]
-        elif any(self.store.is_person(b) for b in set(seats) if b):
+        elif any(self.store.is_person(b) for b in set(named) if b):
             meta["move_limit"] = self.person_move_limit
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status))
+        self.invitations.issue(game)
         if status == ACTIVE:
             self.announce_status(game, status)
         return self.summary(game)
+
+    def wait_turns(self, bot_id: str, timeout: float, playing: frozenset[str],
+                   invitations_after: float | None) -> dict[str, Any]:
+        """``wait_bot_turns`` with the bot's pending invitations in the answer; an
+        invitation newer than ``invitations_after`` (default: the poll's start) ends the
+        wait, so a bot hears of a challenge the moment it is made, and one that ignores
+        invitations is not answered over and over for an old one."""
+        since = time.time() if invitations_after is None else invitations_after
+        answer = self.wait_bot_turns(bot_id, timeout, playing,
+                                     lambda: self.invitations.has_new(bot_id, since))
+        answer["invitations"] = self.invitations.pending(bot_id)
+        if answer["invitations"] and answer["timed_out"] and timeout > 0:
+            answer["timed_out"] = not self.invitations.has_new(bot_id, since)
+        return answer
+
+    def take_invited_seats(self, game_id: str, bot_id: str) -> Game | None:
+        """``bot_id`` accepts: it sits in the seats held for it (compare-and-set, as a
+        join); the game starts if no seat is left open. None if the game holds no seat
+        for it any more (it was cancelled, or the seats were taken)."""
+        for _ in range(CAS_ATTEMPTS):
+            game = self.store.get_game(game_id)
+            if game is None:
+                return None
+            planned = seat_invited(game, bot_id, self.store.bot_names([bot_id]))
+            if planned is None:
+                return None
+            meta, status, deadline = planned
+            code, value = self.store.commit(
+                game, meta=meta, status=status,
+                new_turn_bot=turn_bot(game.state, meta["seats"], status),
+                deadline=deadline, updated=commit_time())
+            if code == 1:
+                game.meta, game.status, game.version = meta, status, int(value)
+                if status == ACTIVE:
+                    self.announce_status(game, status)
+                return game
+            if code == -1:
+                return None
+        raise Problem("service-unavailable", "too much contention; retry",
+                      headers={"Retry-After": "1"})
 
     def get(self, game_id: str) -> Game:
         game = self.store.get_game(game_id)
@@ -336,6 +496,10 @@ class Arena(Waiting):
             "tournament": (game.meta.get("tournament") or {}).get("id"),
             "ladder": (game.meta.get("ladder") or {}).get("name"),
             "updated_at": game.updated,
+            "invited": game.meta.get("invited") or [None] * game.players,
+            "invitation_expires": game.meta.get("invitation_expires")
+            if game.status == WAITING else None,
+            "cancelled": (game.meta.get("cancelled") or {}).get("reason"),
         }
 
     def list_games(self, status: str | None, limit: int, cursor: int | None) -> dict[str, Any]:
@@ -412,6 +576,21 @@ class Arena(Waiting):
                 return self.view(game, bot_id, seat)
             if holder is not None or game.status != WAITING:
                 raise Problem("seat-taken", f"seat {seat} is taken")
+            held_for = (game.meta.get("invited") or [None] * game.players)[seat]
+            if held_for is not None and held_for != bot_id:
+                raise Problem("seat-taken", f"seat {seat} is held for an invited bot")
+            if held_for == bot_id:  # joining a seat held for you is accepting
+                if time.time() >= float(game.meta.get("invitation_expires") or "inf"):
+                    self.invitations.cancel(game_id, "expired", None)
+                    raise Problem("not-found", "the invitation has expired; its game is "
+                                  "cancelled")
+                taken = self.take_invited_seats(game_id, bot_id)
+                if taken is None:
+                    continue
+                inv = (taken.meta.get("invitations") or {}).get(bot_id)
+                if inv:
+                    self.invitations.forget(inv, bot_id)
+                return self.view(taken, bot_id, seat)
             seats = list(game.seats)
             seats[seat] = bot_id
             state = game.state
@@ -455,7 +634,12 @@ class Arena(Waiting):
         was applied, before any waiting. ``wait`` > 0: then answer when it is this bot's
         turn again, the game is over, or ``wait`` seconds have passed (``_after_action``).
         The waiter is registered before the commit, so no later change slips by unheard.
+        A suspended bot (``Owners.is_suspended``: an in-process set, refreshed once a
+        second) is refused here too, so neither its token nor its webhook acts for it.
         """
+        if self.owners.is_suspended(bot_id):
+            reason = self.owners.suspension(bot_id) or "suspended by the operator"
+            raise Problem("suspended", f"this bot is suspended: {reason}")
         if wait <= 0:
             return self._act(game_id, bot_id, body, if_match, idem)
         metrics.LIVE.polls += 1
@@ -580,7 +764,8 @@ class Arena(Waiting):
         if game.status == FINISHED and not game.state.is_over:
             # ended by its tournament (a cancel, or an entrant that left): see
             # service.arena.tournament_control
-            raise IllegalAction("R22", "the game is over: its tournament ended it")
+            raise IllegalAction("R22", "the game is over: its tournament ended it, or it "
+                                "was cancelled (an invitation declined or expired)")
         state = game.state
         seat = self._acting_seat(game, bot_id, body.get("seat"), state)
         if if_match is not None and if_match != game.version:

@@ -6,8 +6,11 @@ opponents' seats, ``house-heuristic-partner`` the person's partner's seat in a 4
 game. Opponents and partner are never the same account: a bot's seats share one token,
 and one token holding both teams' seats could look at both teams' hands. The ids live in
 the Redis hash ``{p}house`` (field ``heuristic`` or ``heuristic:partner``), so they survive
-restarts and their ratings keep accumulating. Their tokens are never stored: every start
-of the house process mints a fresh token per account (the store keeps only its hash, as
+restarts and their ratings keep accumulating. They all belong to the owner ``house``
+(``service.arena.owners``), and accept any game within
+``ARENA_HOUSE_GAMES_PER_CHALLENGER`` games an hour per challenging owner
+(``service.arena.invitations``). Their tokens are never stored: every start of the house
+process mints a fresh token per account (the store keeps only its hash, as
 for any bot) and drops the previous one.
 
 **Process.** ``python -m service.arena.house --server URL``: one ``clients.runner.BotRunner``
@@ -32,6 +35,7 @@ import threading
 import time
 from typing import Any
 
+from service.arena.owners import HOUSE_OWNER, Owners
 from service.http.problems import Problem
 from service.logs import use_json
 from service.storage.store import Store, token_hash
@@ -74,6 +78,10 @@ def ensure_accounts(store: Store) -> dict[tuple[str, str], tuple[str, str]]:
                 store.r.hsetnx(key, field, bot["id"])
                 raw = store.r.hget(key, field)
             bot_id = raw.decode()
+            # every house account belongs to the one owner ``house`` (set on each start,
+            # so accounts made before owners existed join it too): the house accepts
+            # challenges within a per-challenger limit (service.arena.invitations)
+            Owners(store).add_bot(HOUSE_OWNER, bot_id)
             token = secrets.token_urlsafe(32)
             old = store.r.hget(key, f"{field}:token")
             # one MULTI on a single Redis; in a cluster (three slots) the same three steps

@@ -14,10 +14,11 @@ ordinary games with a move limit (``ARENA_LADDER_MOVE_LIMIT`` unless the ladder 
 Each is matched with the waiting bot whose rating ordinal (mu - 3 sigma) is nearest to
 its own, among those within its *window*: ``WINDOW`` ordinal points, plus ``WIDEN_PER_S``
 for every second the longer-waiting of the two has waited (so any two waiting bots meet
-after a while). A bot is never matched with itself, and a pair whose last ladder game was
-against each other is matched again only once both have waited ``ARENA_LADDER_REMATCH_WAIT``
-seconds with no one else in reach (no immediate rematches while anyone else could play).
-Which bot takes team 0 is drawn at random.
+after a while). A bot is never matched with itself nor with a bot of its own owner
+(``service.arena.owners``: a farm of one author's accounts gains nothing here), and a
+pair whose last ladder game was against each other is matched again only once both have
+waited ``ARENA_LADDER_REMATCH_WAIT`` seconds with no one else in reach (no immediate
+rematches while anyone else could play). Which bot takes team 0 is drawn at random.
 
 **Keys.** Every key of a ladder shares one hash tag, ``{p}{ladder:<name>}`` (Redis
 Cluster puts them in one slot, so each step below is one script there too):
@@ -164,6 +165,8 @@ def pair_up(waiting: list[dict[str, Any]], now: float, rematch_wait: float,
         for b in order:
             if b["bot"] == a["bot"] or b["bot"] in taken:
                 continue
+            if (a.get("owner") or a["bot"]) == (b.get("owner") or b["bot"]):
+                continue  # never two bots of one owner (service.arena.owners)
             waited = now - min(a["since"], b["since"])
             gap = abs(a["ordinal"] - b["ordinal"])
             if gap > window + widen * max(0.0, waited):
@@ -449,8 +452,10 @@ class Ladders:
             if len(waiting) < 2:
                 return
             rates = self.r.hmget(self.k_ratings(name), [e["bot"] for e in waiting])
+            owners = self.arena.owners.owners_of([e["bot"] for e in waiting])
             pool = [{"bot": e["bot"], "since": e["since"], "last": e.get("last"),
-                     "ordinal": ordinal(json.loads(r)) if r else 0.0}
+                     "ordinal": ordinal(json.loads(r)) if r else 0.0,
+                     "owner": owners.get(e["bot"])}
                     for e, r in zip(waiting, rates, strict=True)]
             pairs = pair_up(pool, now, self.rematch_wait)
             if not pairs:

@@ -226,12 +226,14 @@ class Waiting:
         return [i for i, b in enumerate(game.seats) if b == bot_id]
 
     def wait_bot_turns(self, bot_id: str, timeout: float,
-                       playing: frozenset[str] = frozenset()) -> dict[str, Any]:
+                       playing: frozenset[str] = frozenset(),
+                       also: Callable[[], bool] | None = None) -> dict[str, Any]:
         """Games where it is ``bot_id``'s turn, except those in ``playing`` (games the
         caller is already playing, each waiting on its own request); waits (pub/sub) until
         there is one. Without ``playing`` a runner that holds one game's turn while it
         decides would be answered at once, over and over, and could only slow down — and
-        then miss a new game's first turn (issue 16)."""
+        then miss a new game's first turn (issue 16). ``also``: something else that ends
+        the wait when true (a new invitation), checked whenever the bot's channel wakes."""
 
         def turns(waiter: Any = None) -> list[str]:
             live: list[str] = []
@@ -248,7 +250,7 @@ class Waiting:
         try:
             with self.wakeups.waiter(self.store.bot_turn_channel(bot_id)) as waiter:
                 games = turns(waiter)
-                while not games:
+                while not games and not (also is not None and also()):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return {"timed_out": True, "games": []}

@@ -82,7 +82,8 @@ def _cmd_bot(args: argparse.Namespace) -> int:
             if args.token:
                 me = client.me()
             else:
-                me = client.register(args.name or f"{args.strategy.rsplit(':', 1)[-1]}-bot")
+                me = client.register(args.name or f"{args.strategy.rsplit(':', 1)[-1]}-bot",
+                                     owner=args.owner)
                 print(json.dumps({"id": me.id, "name": me.name, "token": me.token}), flush=True)
         except ArenaError as exc:
             print(f"allfours bot: {exc}", file=sys.stderr)
@@ -98,6 +99,8 @@ def _cmd_bot(args: argparse.Namespace) -> int:
             handle_signals=True,
             name=me.name,
             ladder=args.ladder,
+            accept_from=[x for x in (args.accept_from or "").split(",") if x],
+            decline_others=args.decline_others,
         )
         stats = runner.run()
     print(json.dumps({"games": stats.games_finished, "wins": stats.wins,
@@ -110,7 +113,7 @@ def _cmd_register(args: argparse.Namespace) -> int:
 
     with ArenaClient(args.server) as client:
         try:
-            bot = client.register(args.name)
+            bot = client.register(args.name, owner=args.owner, invitation=args.invitation)
         except ArenaError as exc:
             print(f"allfours register: {exc}", file=sys.stderr)
             return 1
@@ -228,10 +231,23 @@ def build_parser() -> argparse.ArgumentParser:
                      "(one request per move; 0: plain actions)")
     bot.add_argument("--log-level", default="info",
                      choices=("debug", "info", "warning", "error"))
+    bot.add_argument("--accept-from", default=None, metavar="IDS",
+                     help="accept invitations from these bot or owner ids (comma-separated; "
+                     "'*': anyone); others are left to expire. Default: accept none")
+    bot.add_argument("--decline-others", action="store_true",
+                     help="decline the invitations --accept-from does not name")
+    bot.add_argument("--owner", default=os.environ.get("ALLFOURS_OWNER_TOKEN"),
+                     metavar="TOKEN", help="without --token: register the bot under the "
+                     "owner of the bot with this token (default $ALLFOURS_OWNER_TOKEN)")
     bot.set_defaults(func=_cmd_bot)
     reg = sub.add_parser("register", help="register a bot; prints its id and token as JSON")
     reg.add_argument("--name", required=True)
     reg.add_argument("--server", default=server_default)
+    reg.add_argument("--owner", default=os.environ.get("ALLFOURS_OWNER_TOKEN"),
+                     metavar="TOKEN", help="register under the owner of the bot with this "
+                     "token (your bots seat each other at once); default: a new owner")
+    reg.add_argument("--invitation", default=None,
+                     help="the operator's owner invitation code (admission 'invite')")
     reg.set_defaults(func=_cmd_register)
     from service.cli.tournament import add_arguments as tournament_arguments
 

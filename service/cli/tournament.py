@@ -295,6 +295,9 @@ class EmbeddedService:
                 "REDIS_URL": self.redis.start(),
                 "ARENA_ADMIN_TOKEN": self.admin_token,
                 "ARENA_LOG_LEVEL": env.get("ARENA_LOG_LEVEL", "warning"),
+                # each entrant is an owner of its own (they are rated against each other,
+                # issue 23), all registered from this machine: no per-network cap on them
+                "ARENA_OWNERS_PER_NETWORK": env.get("ARENA_OWNERS_PER_NETWORK", "0"),
             })
             fixed = self.port
             for _attempt in range(3):
@@ -699,6 +702,8 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
             for name, spec in pairs:
                 client = ArenaClient(server, pool_size=max(16, args.parallel + 4))
                 entrants.append(Entrant(name, spec, client=client))
+                # an owner of its own per entrant: entrants named by the organizer are
+                # consent (no invitation), and are rated against each other
                 entrants[-1].bot_id = client.register(name).id
             tour = viewer.create_tournament([e.bot_id for e in entrants], fmt,
                                             admin_token=admin_token, **settings)

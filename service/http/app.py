@@ -18,11 +18,14 @@ from service import metrics
 from service.arena.callbacks import DEFAULTS as CALLBACK_DEFAULTS
 from service.arena.callbacks import Callbacks
 from service.arena.games import Arena
+from service.arena.invitations import DEFAULTS as INVITATION_DEFAULTS
 from service.arena.ladder import DEFAULTS as LADDER_DEFAULTS
 from service.arena.ladder import Ladders
+from service.arena.owners import DEFAULTS as OWNER_DEFAULTS
 from service.arena.tournaments import Tournaments
 from service.http import (
     callback_routes,
+    consent_routes,
     ladder_routes,
     limits,
     observe,
@@ -62,6 +65,12 @@ DEFAULTS: dict[str, Any] = {
     # webhook bots: networks callbacks may reach, time budget, retries, answer size cap
     # (service/arena/callbacks.py)
     **CALLBACK_DEFAULTS,
+    # owners: admission (open|invite|closed), new owners per network, the unused-bot TTL
+    # (service/arena/owners.py)
+    **OWNER_DEFAULTS,
+    # consent: invitation expiry, the house bots' per-challenger limit, pending invitations
+    # per bot (service/arena/invitations.py)
+    **INVITATION_DEFAULTS,
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
@@ -107,10 +116,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # the pub/sub listener: a connection of its own (see redis_client.listener)
     arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout, mode)
     arena.wakeups.confirm_s = redis_timeout
-    app.extensions["tournaments"] = Tournaments(arena)
-    app.extensions["ladders"] = Ladders(arena, app.config)
+    arena.configure(app.config)  # owners and invitations with this deployment's settings
+    arena.tournaments = app.extensions["tournaments"] = Tournaments(arena)
+    arena.ladders = app.extensions["ladders"] = Ladders(arena, app.config)
     callbacks = app.extensions["callbacks"] = Callbacks(arena, app.config)
     arena.on_status.append(callbacks.game_changed)
+    arena.invitations.on_invite.append(callbacks.invited)
 
     register_error_handlers(app)
     observe.install(app)  # per request: metrics, X-Request-ID, one JSON access line
@@ -118,6 +129,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(routes.bp)
     app.register_blueprint(ladder_routes.bp)  # /ladders/...
     app.register_blueprint(callback_routes.bp)  # PUT/GET/DELETE /bots/me/callback...
+    app.register_blueprint(consent_routes.bp)  # invitations, policy, owners, suspension
     app.register_blueprint(pages.bp)  # the pages for people: /, /games/{id} (HTML)
     docs = get_swaggerui_blueprint(
         "/docs", "/openapi.yaml",

@@ -8,15 +8,17 @@ from __future__ import annotations
 from marshmallow import fields, validate
 
 from service.arena.callbacks import MAX_URL, OUTCOMES
-from service.http.schemas import ID_PATTERN, ActionIn, Out, Pattern, Strict, View
+from service.http.schemas import ID_PATTERN, ActionIn, Invitation, Out, Pattern, Strict, View
 
-EVENTS = ["turn", "start", "end"]
+EVENTS = ["turn", "start", "end", "invitation"]
 # the shape only (scheme, a host name or address, a port, a path and query); what may be
 # called is decided on the address (``service.arena.callbacks.check_url``)
 URL_RE = r"^https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?([/?][^\s#]*)?$"
 EVENT_DOC = ("turn: it is your move, answer with an action; start: a game you sit in has "
-             "begun; end: it is over (the view shows every card). Answers to start and end "
-             "are ignored")
+             "begun; end: it is over (the view shows every card); invitation: another "
+             "owner's bot invites you to a game (`invitation`; accept or decline it with "
+             "`POST /invitations/{id}/accept|decline`). Answers to start, end and "
+             "invitation are ignored")
 OUTCOME_DOC = "; ".join(f"`{k}`: {v}" for k, v in OUTCOMES.items())
 
 
@@ -105,6 +107,9 @@ class CallbackRequest(Out):
     last_failure = fields.Nested(DeliveryRecord, required=True, allow_none=True, metadata={
         "description": "with `turn`: your last turn in this game that was not applied, "
         "and why (null: none since your last applied action)"})
+    invitation = fields.Nested(Invitation, allow_none=True, metadata={
+        "description": "with `invitation`: the invitation (then `seat` is the first seat "
+        "held for you and `view` the spectator's view of the waiting game)"})
 
 
 class CallbackAnswer(ActionIn):

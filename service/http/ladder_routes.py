@@ -21,7 +21,8 @@ RULE = (
     "Matching: waiting bots are taken longest-waiting first; each is matched with the "
     "waiting bot whose rating ordinal (mu - 3 sigma) is nearest its own, within a window "
     "of 5 ordinal points that widens by 1 point per second the longer-waiting of the two "
-    "has waited. Never against itself; not against its last ladder opponent while anyone "
+    "has waited. Never against itself or a bot of its own owner (`owner`); not against "
+    "its last ladder opponent while anyone "
     "else is in reach (a rematch needs both to have waited a few seconds). Team 0 is drawn "
     "at random. In a 4-player ladder each bot holds both seats of its team.")
 

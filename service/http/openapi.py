@@ -202,6 +202,7 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         out["security"] = [{"admin": []}]
     elif op.auth is not None:
         codes.add(401)
+        codes.add(403)  # a suspended bot's token (`suspended`, service.arena.owners)
         out["security"] = [{"bearer": []}] if op.auth == "required" else [{"bearer": []}, {}]
     if op.body is not None:
         codes |= {400, 413, 415, 422}
@@ -317,8 +318,8 @@ _WEBHOOK_HEADERS = [
      "description": "the request's id (the body's `delivery`): refuse one you have seen",
      "schema": {"type": "string"}},
     {"name": "Arena-Event", "in": "header", "required": True,
-     "description": "`turn`, `start` or `end` (the body's `event`)",
-     "schema": {"type": "string", "enum": ["turn", "start", "end"]}},
+     "description": "`turn`, `start`, `end` or `invitation` (the body's `event`)",
+     "schema": {"type": "string", "enum": ["turn", "start", "end", "invitation"]}},
 ]
 
 _WEBHOOK_TEXT = """\
@@ -382,6 +383,8 @@ game carries the last failed one as `last_failure`.
         "turn": {"post": turn},
         "start": note("start", "A game you sit in has begun (every seat taken)"),
         "end": note("end", "A game you sit in is over (`view` shows every card)"),
+        "invitation": note("invitation", "Another owner's bot invites you to a game "
+                           "(`invitation`): accept or decline it by API before it expires"),
     }
 
 

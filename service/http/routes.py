@@ -217,6 +217,9 @@ def authenticate(mode: str | None) -> str | None:
     if bot_id is None:
         raise Problem("unauthorized", "unknown token")
     g.bot_id = bot_id
+    if request.endpoint != "api.get_me" and arena().owners.is_suspended(bot_id):
+        reason = arena().owners.suspension(bot_id) or "suspended by the operator"
+        raise Problem("suspended", f"this bot is suspended: {reason}")
     return bot_id
 
 
@@ -356,17 +359,30 @@ def readyz() -> Response:
 @bp.post("/bots")
 @operation(
     summary="Register a bot",
-    description="Returns the bot and its bearer token. The token is shown only here.",
+    description="Returns the bot and its bearer token. The token is shown only here. "
+    "Every bot belongs to an owner (`owner`): sent with `Authorization: Bearer <token of "
+    "one of your bots>`, the new bot joins that bot's owner (your bots seat each other at "
+    "once, and are never matched or rated against each other); without a token it makes "
+    "a new owner. How new owners are admitted is the operator's choice "
+    "(`ARENA_OWNER_ADMISSION`): open (default), by an invitation code (`invitation`; "
+    "403 `owner-admission` without a valid one), or closed (403 `owner-admission`). New "
+    "owners are limited per client network (IPv4 /24, IPv6 /64; "
+    "`ARENA_OWNERS_PER_NETWORK` an hour, default 20; then 429). A suspended bot's token "
+    "registers nothing (403 `suspended`).",
     tags=("bots",),
     body=s.BotCreate,
     response=s.BotCreated,
     status=201,
+    auth="optional",
+    errors=(403,),
     example={"name": "random-bot"},
     links={"GetBot": link("getBotsBotId", "the bot just registered",
                           bot_id="$response.body#/id")},
 )
-def create_bot(body: dict[str, Any]) -> Response:
-    bot = arena().register_bot(body["name"], body.get("person", False))
+def create_bot(bot_id: str | None, body: dict[str, Any]) -> Response:
+    bot = arena().register_bot(body["name"], body.get("person", False), owner_bot=bot_id,
+                               address=limits.client_address(),
+                               invitation=body.get("invitation"))
     return respond(sch(s.BotCreated), bot, 201, {"Location": f"/bots/{bot['id']}"})
 
 
@@ -381,7 +397,10 @@ def get_me(bot_id: str) -> Response:
     summary="Wait for any game where it is your turn",
     description="Long-poll: answers at once with the games where it is your turn (except "
     "those in `playing`), or waits (woken by Redis pub/sub, the moment a game becomes "
-    "your turn) until there is one or `timeout` seconds pass.",
+    "your turn) until there is one or `timeout` seconds pass. Every answer lists your "
+    "pending `invitations` (games other owners' bots asked you to play: accept or "
+    "decline each); a new one arriving during the wait ends it, and with "
+    "`invitations_after` one newer than that answers at once.",
     tags=("bots",),
     query=s.BotTurnsQuery,
     response=s.BotTurns,
@@ -389,7 +408,10 @@ def get_me(bot_id: str) -> Response:
 )
 def my_turns(bot_id: str, query: dict[str, Any]) -> Response:
     playing = frozenset(query["playing"].split(",")) if query.get("playing") else frozenset()
-    return respond(sch(s.BotTurns), arena().wait_bot_turns(bot_id, query["timeout"], playing))
+    # BotTurns' own shape already (``Invitations.out``): no per-field dump of up to 100
+    # pending invitations on every poll
+    return respond(None, arena().wait_turns(bot_id, query["timeout"], playing,
+                                            query.get("invitations_after")))
 
 
 @bp.get("/bots/<bot_id>")
@@ -406,13 +428,17 @@ def get_bot(bot_id: str) -> Response:
 @operation(
     summary="Create a game",
     description="2 or 4 players, an optional seed and house rules, and which seats are taken "
-    "by which bots (null: open). By default the creator takes seat 0.",
+    "by which bots (null: open). By default the creator takes seat 0. Consent: bots of "
+    "your own owner (and the house bots, within `ARENA_HOUSE_GAMES_PER_CHALLENGER` games "
+    "an hour per owner) sit down at once; every other named bot is invited (`invited`), "
+    "and the game waits until each has accepted. A bot whose policy refuses you is a "
+    "403 `invitation-refused`; one with too many pending invitations a 429.",
     tags=("games",),
     body=s.GameCreate,
     response=s.GameSummary,
     status=201,
     auth="required",
-    errors=(404,),
+    errors=(403, 404),
     example={"players": 4, "seed": 7, "variants": {"target": 14}},
     links={
         **GAME_LINKS,

@@ -55,7 +55,7 @@ def play_out(clients: dict[str, ArenaClient], game_id: str, rng: random.Random,
 def two_bots(url: str) -> tuple[ArenaClient, ArenaClient, GameSummary]:
     a, b = ArenaClient(url), ArenaClient(url)
     a.register("alice")
-    b.register("bob")
+    b.register("bob", owner=a.token)  # alice's owner: seated at once (issue 23)
     game = a.create_game(2, seats=[a.me().id, b.me().id], seed=11, variants={"target": 3})
     return a, b, game
 
@@ -84,14 +84,17 @@ def test_the_endpoint_table_is_exactly_the_contract() -> None:
         # only POSTs without an Idempotency-Key are unsafe to repeat after a lost answer
         # (and DELETE, whose repeat is a 404); joining/leaving the ladder and a repeated
         # tournament cancel, pause, resume or withdrawal answer as they are; a repeated PUT
-        # of a callback URL answers with the newest secret, the one in force
+        # of a callback URL answers with the newest secret, the one in force; a repeated
+        # policy PUT, suspension or lifting answers as it is now
         assert ep.safe == (ep.method == "GET" or name in (
             "postGamesGameIdSeatsSeat", "postGamesGameIdActions",
             "postLaddersNameEntry", "deleteLaddersNameEntry",
             "postTournamentsTournamentIdCancel", "postTournamentsTournamentIdPause",
             "postTournamentsTournamentIdResume",
             "postTournamentsTournamentIdEntrantsEntrantIdWithdraw",
-            "putBotsMeCallback"))
+            "putBotsMeCallback", "putBotsMePolicy", "postAdminBotsBotIdSuspension",
+            "deleteAdminBotsBotIdSuspension", "postAdminOwnersOwnerIdSuspension",
+            "deleteAdminOwnersOwnerIdSuspension"))
 
 
 # --- every method against the live service ----------------------------------------------
@@ -464,7 +467,8 @@ def test_act_with_wait_plays_a_whole_game_one_request_per_move(live_url: str) ->
     """Two bots play out a game against the live service with ``act(..., wait=...)``
     only: each answer is the actor's view on its next turn (or the end)."""
     a, b = ArenaClient(live_url), ArenaClient(live_url)
-    alice, bob = a.register("alice-w"), b.register("bob-w")
+    alice = a.register("alice-w")
+    bob = b.register("bob-w", owner=alice.token)  # one owner's bots: seated at once
     game = a.create_game(2, seats=[alice.id, bob.id], seed=21, variants={"target": 3})
     rng = random.Random(9)
     views = {c: c.wait_turn(game.id, timeout=0).view for c in (a, b)}

@@ -50,7 +50,8 @@ def test_four_random_runners_play_several_games_at_once_to_the_end(
 ) -> None:
     caplog.set_level(logging.INFO, logger="clients.runner")
     clients = [ArenaClient(live_url) for _ in range(4)]
-    ids = [c.register(f"runner-{i}").id for i, c in enumerate(clients)]
+    # one owner's bots (the first's token): games naming them seat them at once (issue 23)
+    ids = [c.register(f"runner-{i}", owner=clients[0].token).id for i, c in enumerate(clients)]
     a, b, c, d = ids
     target = {"target": 5}
     specs = [
@@ -127,7 +128,8 @@ def test_a_tournament_through_the_client(live_url: str) -> None:
 
 def test_a_function_bot_and_a_bad_strategy_are_handled(live_url: str) -> None:
     one, two = ArenaClient(live_url), ArenaClient(live_url)
-    game = one.create_game(2, seats=[one.register("fn").id, two.register("bad").id], seed=3,
+    game = one.create_game(2, seats=[one.register("fn").id,
+                                     two.register("bad", owner=one.token).id], seed=3,
                            variants={"target": 3})
 
     def last_legal(view, legal):
@@ -176,7 +178,8 @@ def test_a_runner_comes_back_after_the_service_was_unreachable(
     port = free_port()
     alone, other = ArenaClient(live_url), ArenaClient(live_url)
     bot = alone.register("patient")
-    game = other.create_game(2, seats=[bot.id, other.register("other").id], seed=9,
+    game = other.create_game(2, seats=[bot.id, other.register("other", owner=bot.token).id],
+                             seed=9,
                              variants={"target": 3})
     far = ArenaClient(f"http://127.0.0.1:{port}", token=bot.token,
                       retry=RetryPolicy(attempts=2, backoff=0.05))
@@ -201,7 +204,8 @@ def test_allfours_bot_runs_an_authors_own_class(live_url: str, tmp_path: Path) -
     """))
     mine, theirs = ArenaClient(live_url), ArenaClient(live_url)
     me = mine.register("cli-bot")
-    game = theirs.create_game(2, seats=[me.id, theirs.register("py").id], seed=21,
+    game = theirs.create_game(2, seats=[me.id, theirs.register("py", owner=me.token).id],
+                              seed=21,
                               variants={"target": 3})
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
     env.pop("ALLFOURS_TOKEN", None)
@@ -250,7 +254,8 @@ def test_a_runner_makes_about_one_request_per_move(live_url: str) -> None:
     and no view fetch between its moves. A team's two seats held by one bot are waited
     for together. Counted on the wire, from each runner's own requests."""
     clients = [ArenaClient(live_url) for _ in range(2)]
-    ids = [c.register(f"waiting-{i}").id for i, c in enumerate(clients)]
+    ids = [c.register(f"waiting-{i}", owner=clients[0].token).id  # one owner's bots
+           for i, c in enumerate(clients)]
     sent: list[list[str]] = [[], []]
     for i, c in enumerate(clients):
         def hook(resp, *_, i=i, **__):

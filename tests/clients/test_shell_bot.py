@@ -43,7 +43,9 @@ def test_the_shell_bot_registers_and_plays_a_whole_game_against_a_python_bot(
         assert ArenaClient(live_url, token=me["token"]).me().id == me["id"]
 
         python = ArenaClient(live_url)
-        game = python.create_game(2, seats=[me["id"], python.register("py-random").id],
+        # the shell bot's owner: seated with it at once (issue 23)
+        game = python.create_game(2, seats=[me["id"], python.register(
+            "py-random", owner=me["token"]).id],
                                   variants={"target": 5})
         runner = BotRunner(python, "random", max_games=1, poll_timeout=1, check_every=0.5)
         thread = threading.Thread(target=runner.run, daemon=True)

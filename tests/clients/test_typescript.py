@@ -99,10 +99,15 @@ class PythonBots:
         self.url = url
         self.runners: list[BotRunner] = []
         self.threads: list[threading.Thread] = []
+        self.owner_token: str | None = None
 
-    def register(self, name: str) -> ArenaClient:
+    def register(self, name: str, owner: str | None = None) -> ArenaClient:
+        """A new bot's client: of the owner of the bot with token ``owner``; by default of
+        the owner of this test's first bot (a game naming two of them seats both at once,
+        issue 23)."""
         client = ArenaClient(self.url)
-        client.register(name)
+        client.register(name, owner=owner or self.owner_token)
+        self.owner_token = self.owner_token or client.token
         return client
 
     def run(self, client: ArenaClient, strategy: Any) -> BotRunner:
@@ -151,7 +156,7 @@ def test_the_typescript_bot_registers_and_plays_a_2_player_game_against_a_python
         me = json.loads(first_line(proc, 30))
         assert ArenaClient(live_url, token=me["token"]).me().id == me["id"]
 
-        python = python_bots.register("py-random")
+        python = python_bots.register("py-random", owner=me["token"])  # the TS bot's owner
         game = python.create_game(2, seats=[me["id"], python.me().id], seed=11)
         runner = python_bots.run(python, RandomStrategy(seed=11))
         summary, err = _finish(proc)

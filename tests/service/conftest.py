@@ -26,7 +26,7 @@ ADMIN_TOKEN = "test-admin-token"
 def app(key_prefix):
     return create_app(
         {"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix, "ARENA_RATE_LIMIT": 0,
-         "ARENA_ADMIN_TOKEN": ADMIN_TOKEN, "TESTING": True}
+         "ARENA_ADMIN_TOKEN": ADMIN_TOKEN, "ARENA_OWNERS_PER_NETWORK": 0, "TESTING": True}
     )
 
 
@@ -38,12 +38,27 @@ def client(app):
 class Api:
     """A tiny bot-side wrapper over the Flask test client (names as in openapi.yaml)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, one_owner: bool = True) -> None:
         self.c = client
+        # The test's own bots belong to one owner (the first bot's), so a game that names
+        # several of them seats them at once, as any author's own bots are seated (issue
+        # 23: other owners' bots are invited instead). ``one_owner=False`` (the ladder's
+        # tests: one owner's bots are never matched) makes each bot an owner of its own.
+        self.one_owner = one_owner
+        self.owner_token: str | None = None
 
-    def bot(self, name: str = "bot") -> tuple[str, str]:
-        r = self.c.post("/bots", json={"name": name})
+    def bot(self, name: str = "bot", owner: str | None = None, new_owner: bool = False
+            ) -> tuple[str, str]:
+        """A new bot (id, token): of the owner of the bot whose token is ``owner``; by
+        default of this Api's one owner (``one_owner``), else (or ``new_owner``) of a new
+        owner."""
+        token = owner
+        if token is None and self.one_owner and not new_owner:
+            token = self.owner_token
+        r = self.c.post("/bots", json={"name": name}, headers=self.auth(token))
         assert r.status_code == 201, r.json
+        if self.owner_token is None and self.one_owner and owner is None and not new_owner:
+            self.owner_token = r.json["token"]
         return r.json["id"], r.json["token"]
 
     @staticmethod

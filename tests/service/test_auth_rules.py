@@ -47,7 +47,6 @@ def test_operations_without_auth_ignore_any_authorization_header(api):
         ("GET", "/tournaments/{tournament_id}/export"): f"/tournaments/{tid}/export",
         ("GET", "/games"): "/games",
         ("GET", "/bots/{bot_id}"): f"/bots/{bot_id}",
-        ("POST", "/bots"): "/bots",
         ("GET", "/ladders"): "/ladders",
         ("GET", "/ladders/{name}"): "/ladders/2p",
         ("GET", "/ladders/{name}/standings"): "/ladders/2p/standings",
@@ -87,16 +86,17 @@ def test_where_a_token_is_optional_an_unknown_one_is_401_as_documented(api):
                 if op.get("security") == [{"bearer": []}, {}]}
     assert optional == {("GET", "/games/{game_id}"), ("GET", "/games/{game_id}/turn"),
                         ("GET", "/games/{game_id}/events"),
-                        ("GET", "/games/{game_id}/record"), ("POST", "/house/games")}
+                        ("GET", "/games/{game_id}/record"), ("POST", "/house/games"),
+                        ("POST", "/bots")}  # a bot's token: the new bot joins its owner
     urls = {"/games/{game_id}": f"/games/{gid}",
             "/games/{game_id}/turn": f"/games/{gid}/turn?timeout=0",
             "/games/{game_id}/events": f"/games/{gid}/events",
             "/games/{game_id}/record": f"/games/{gid}/record",
-            "/house/games": "/house/games"}
+            "/house/games": "/house/games", "/bots": "/bots"}
+    bodies = {"/house/games": {"players": 2}, "/bots": {"name": "carol"}}
     for method, path in optional:
         assert "401" in doc["paths"][path][method.lower()]["responses"], path
-        r = api.c.open(urls[path], method=method, headers=UNKNOWN,
-                       json={"players": 2} if method == "POST" else None)
+        r = api.c.open(urls[path], method=method, headers=UNKNOWN, json=bodies.get(path))
         assert r.status_code == 401 and r.json["type"] == "/problems/unauthorized", path
         assert r.headers["WWW-Authenticate"].startswith("Bearer")
     # required and admin: 401 documented; open: not
@@ -144,7 +144,11 @@ def test_stopping_a_tournament_needs_the_admin_token_and_withdrawing_the_entrant
              if op.get("security") == [{"admin": []}]}
     stops = {("POST", f"/tournaments/{{tournament_id}}/{verb}")
              for verb in ("cancel", "pause", "resume")}
-    assert admin == {("POST", "/tournaments")} | stops
+    consent = {("POST", "/owner-invitations"), ("GET", "/admin/suspensions")} | {
+        (m, f"/admin/{what}/{{{key}}}/suspension")
+        for m in ("POST", "DELETE") for what, key in (("bots", "bot_id"),
+                                                      ("owners", "owner_id"))}
+    assert admin == {("POST", "/tournaments")} | stops | consent
     for _method, path in sorted(stops):
         url = path.replace("{tournament_id}", tid)
         assert api.c.post(url).status_code == 401

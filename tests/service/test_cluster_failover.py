@@ -154,7 +154,10 @@ def test_a_master_killed_during_play_gives_503s_then_play_goes_on(
                       "TESTING": True})
     assert app.extensions["arena"].store.cluster
     c = app.test_client()
-    bots = [c.post("/bots", json={"name": f"b{i}"}).json for i in range(4)]
+    bots = [c.post("/bots", json={"name": "b0"}).json]
+    bots += [c.post("/bots", json={"name": f"b{i}"},  # b0's owner: seated at once
+                    headers={"Authorization": f"Bearer {bots[0]['token']}"}).json
+             for i in range(1, 4)]
     games = []
     for g in range(6):
         seats = [bots[g % 4]["id"], bots[(g + 1) % 4]["id"]]

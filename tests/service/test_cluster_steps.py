@@ -99,6 +99,8 @@ def truth_and_indexes(store: Store) -> tuple[list[str], list[str]]:
 
 def new_table(store: Store, arena: Arena, seats: int, **body: Any) -> tuple[str, list[str]]:
     bots = [store.create_bot(f"b{i}")[0]["id"] for i in range(seats)]
+    for b in bots:  # one owner's bots: seated at once, no invitation (issue 23)
+        arena.owners.add_bot("o-test", b)
     game = arena.create_game(bots[0], {"players": seats, "seats": bots, "seed": 7, **body})
     return game["id"], bots
 

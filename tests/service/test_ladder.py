@@ -30,7 +30,13 @@ QUICK = json.dumps({"quick": {"players": 2, "variants": {"target": 5}, "move_lim
 def app(key_prefix):
     return create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
                        "ARENA_RATE_LIMIT": 0, "TESTING": True, "ARENA_LADDERS": QUICK,
-                       "ARENA_LADDER_REMATCH_WAIT": 0.0})
+                       "ARENA_LADDER_REMATCH_WAIT": 0.0, "ARENA_OWNERS_PER_NETWORK": 0})
+
+
+@pytest.fixture
+def api(client):
+    """Each bot an owner of its own: two bots of one owner are never matched."""
+    return Api(client, one_owner=False)
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def test_a_program_joining_leaves_the_game_without_a_limit(api):
 
 def test_a_game_created_with_a_person_seated_gets_the_limit_and_a_set_limit_is_kept(api):
     person = api.c.post("/bots", json={"name": "ann", "person": True}).json
-    bot_id, _ = api.bot("bot")
+    bot_id, _ = api.bot("bot", owner=person["token"])  # ann's own bot: seated at once
     made = api.game(person["token"], 2, seats=[person["id"], bot_id])
     assert made["move_limit"] == 60.0
     kept = api.game(person["token"], 2, seats=[person["id"], bot_id], move_limit=300)

@@ -103,13 +103,13 @@ def test_bot_turns_long_poll(app, api):
     game = api.game(t0, 2, seats=[b0, b1], seed=3)
     turn_bot = [t0, t1][api.view(game["id"]).json["turn"]]
     r = api.c.get("/bots/me/turns", query_string={"timeout": 0}, headers=api.auth(turn_bot))
-    assert r.json == {"timed_out": False, "games": [game["id"]]}
+    assert r.json == {"timed_out": False, "games": [game["id"]], "invitations": []}
     other = t1 if turn_bot == t0 else t0
     got: dict = {}
     th = _bot_turns_in_thread(app, other, got)
     assert api.act(game["id"], turn_bot, "beg").status_code == 200
     th.join(5)
-    assert got == {"timed_out": False, "games": [game["id"]]}
+    assert got == {"timed_out": False, "games": [game["id"]], "invitations": []}
 
 
 def _bot_turns_in_thread(app, token, got):
@@ -149,7 +149,7 @@ def test_bot_turns_wake_with_the_game_watched_here_too(app, api):
     assert api.act(gid, turn_bot, "beg").status_code == 200
     waiting.join(5)
     spectator.join(5)
-    assert got == {"timed_out": False, "games": [gid]}
+    assert got == {"timed_out": False, "games": [gid], "invitations": []}
     assert watched["view"]["version"] == first["version"] + 1
 
 
@@ -164,7 +164,7 @@ def test_a_new_game_wakes_the_bot_whose_turn_it_is(app, api):
         if api.view(game["id"]).json["turn"] == 1:
             break
     waiting.join(5)
-    assert got == {"timed_out": False, "games": [game["id"]]}
+    assert got == {"timed_out": False, "games": [game["id"]], "invitations": []}
     assert time.monotonic() - started < 5
 
 

@@ -32,7 +32,7 @@ def service(key_prefix, redis_client):
 
 def test_gunicorn_workers_enforce_deadlines_and_run_tournaments(service):
     a = call(service + "/bots", {"name": "a"})
-    b = call(service + "/bots", {"name": "b"})
+    b = call(service + "/bots", {"name": "b"}, a["token"])  # a's owner: seated at once
     g = call(service + "/games", {"players": 2, "seats": [a["id"], b["id"]], "seed": 3,
                                   "move_limit": 0.5}, a["token"])
     t = call(service + "/tournaments", {"format": "swiss", "entrants": [a["id"], b["id"]],

@@ -26,10 +26,10 @@ def test_playing_games_are_left_out_and_a_new_game_wakes_the_poll(app, api):
     q = {"timeout": 0, "playing": busy}
     r = api.c.get("/bots/me/turns", query_string=q, headers=api.auth(t1))
     assert r.status_code == 200
-    assert r.json == {"timed_out": False, "games": [games[1]]}
+    assert r.json == {"timed_out": False, "games": [games[1]], "invitations": []}
     q["playing"] = ",".join(sorted(games))
     r = api.c.get("/bots/me/turns", query_string=q, headers=api.auth(t1))
-    assert r.json == {"timed_out": True, "games": []}
+    assert r.json == {"timed_out": True, "games": [], "invitations": []}
 
     # a poll naming both busy games waits, and a third game's first turn answers it at once
     got: dict = {}
@@ -49,7 +49,7 @@ def test_playing_games_are_left_out_and_a_new_game_wakes_the_poll(app, api):
         if api.view(new).json["turn"] == 1:
             break
     th.join(5)
-    assert got == {"timed_out": False, "games": [new]}
+    assert got == {"timed_out": False, "games": [new], "invitations": []}
     assert time.monotonic() - started < 5
 
 

@@ -55,6 +55,7 @@ class Service:
     def __init__(self, url: str, proc: subprocess.Popen[bytes]) -> None:
         self.url = url
         self.proc = proc
+        self.owner_token: str | None = None  # the tests' bots are one owner's (issue 23)
 
     def call(self, method: str, path: str, token: str | None = None, body: Any = None,
              ok: tuple[int, ...] = (200, 201, 204), **params: Any) -> Any:
@@ -65,7 +66,9 @@ class Service:
         return r.json() if r.content else None
 
     def bot(self, name: str) -> tuple[str, str]:
-        b = self.call("POST", "/bots", body={"name": name})
+        """A bot of the tests' one owner: games naming several of them seat them at once."""
+        b = self.call("POST", "/bots", self.owner_token, body={"name": name})
+        self.owner_token = self.owner_token or b["token"]
         return b["id"], b["token"]
 
     def against_puller(self, hook_id: str, **settings: Any) -> tuple[dict[str, Any], str]:
@@ -606,7 +609,8 @@ def test_a_turn_delivered_twice_applies_at_most_one_action(key_prefix):
                       "ARENA_RATE_LIMIT": 0, "ARENA_CALLBACK_NETWORKS": f"{ALLOWED}/32"})
     client = app.test_client()
     a = client.post("/bots", json={"name": "a"}).json
-    b = client.post("/bots", json={"name": "b"}).json
+    b = client.post("/bots", json={"name": "b"},  # a's owner: seated at once (issue 23)
+                    headers={"Authorization": f"Bearer {a['token']}"}).json
     answers = iter(range(10))
 
     def behave(m: dict[str, Any]) -> tuple[int, bytes, float]:

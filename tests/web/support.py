@@ -143,6 +143,9 @@ class Api:
     def __init__(self, base: str) -> None:
         self.base = base
         self.s = requests.Session()
+        # the test's bots are one owner's (the first bot's token): a game that names
+        # several of them seats them at once (issue 23: others' bots are invited)
+        self.owner_token: str | None = None
 
     def call(self, method: str, path: str, token: str | None = None, **kw: Any) -> Any:
         headers = kw.pop("headers", {})
@@ -162,7 +165,8 @@ class Api:
         return r.json()
 
     def bot(self, name: str) -> tuple[str, str]:
-        b = self.post("/bots", {"name": name})
+        b = self.post("/bots", {"name": name}, self.owner_token)
+        self.owner_token = self.owner_token or b["token"]
         return b["id"], b["token"]
 
 
