@@ -438,6 +438,29 @@ def game_result(game: Game) -> dict[str, Any] | None:
     return result
 
 
+def rating_plan(doc: dict[str, Any], slot: dict[str, Any], owners: Mapping[str, str],
+                credited: AbstractSet[str]) -> tuple[str, str, bool] | None:
+    """How a recorded game enters the ratings (docs/ratings.md): (winner, loser, whether
+    the winner's rating moves), or None when it is not rated — and then ``slot["unrated"]``
+    says why. The same rule for a live ``advance`` and for the migration's replay."""
+    result = slot["result"]
+    a, b = slot["teams"]
+    if owners.get(a, a) == owners.get(b, b):
+        slot["unrated"] = "same_owner"  # one owner's bots: a result nobody could trust
+        return None
+    forfeit = result.get("forfeit")
+    if forfeit is not None and len(forfeit) == 2:
+        slot["unrated"] = "both_forfeited"  # nobody played: nothing to learn
+        return None
+    if result.get("winner") is None:
+        slot["unrated"] = "no_winner"
+        return None
+    slot.pop("unrated", None)
+    winner = slot["teams"][result["winner"]]
+    loser = slot["teams"][1 - result["winner"]]
+    return winner, loser, forfeit is None or winner in credited
+
+
 _COUNTERS = ("played", "won", "lost", "hands_won", "points_for", "points_against",
              "timeouts", "byes", "comparisons", "forfeits")
 
@@ -451,7 +474,7 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         for e in control.entrants_out(doc)
     }
     left = doc.get("out") or {}
-    shown = control.shown(doc)
+    shown = control.credited(doc)  # who may be credited with a forfeit's win
     for rnd in doc["rounds"]:
         for b in rnd["byes"] if round_complete(rnd) else ():
             if rnd["round"] > left.get(b, {}).get("rounds_done", rnd["round"]):
@@ -556,6 +579,9 @@ class Tournaments:
         # a cluster, so their WATCH/MULTI is one slot (service.storage.keys)
         self.p = arena.store.tours_prefix
         arena.on_finish.append(self._game_finished)
+        # when a bot is ranked (docs/ratings.md); the app sets them from its config
+        self.provisional_games = int(ratings.DEFAULTS["ARENA_PROVISIONAL_GAMES"])
+        self.provisional_owners = int(ratings.DEFAULTS["ARENA_PROVISIONAL_OWNERS"])
 
     def key(self, tid: str) -> str:
         return f"{self.p}tour:{tid}"
@@ -792,25 +818,44 @@ class Tournaments:
 
     def _rate(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any],
               lb_updates: dict[str, dict[str, Any]]) -> None:
-        result = slot["result"]
-        if "forfeit" in result:
-            return  # a forfeit moves no rating (service.arena.tournament_control)
-        winner = slot["teams"][result["winner"]]
-        loser = slot["teams"][1 - result["winner"]]
+        """One recorded game into the tournament's ratings and the leaderboard, under the
+        rules of docs/ratings.md: a forfeit is a rated loss for the side that forfeited
+        (a win for its opponent only when credited); a game both forfeited, or between
+        bots of one owner, is not rated (``unrated`` says why)."""
+        owners = self._owners(slot["teams"])
+        at = time.time()
+        lb = {b: self._lb_entry(pipe, b, lb_updates) for b in slot["teams"]}
+        plan = rating_plan(doc, slot, owners, control.credited(doc))
+        if plan is None:
+            return
+        winner, loser, winner_moves = plan
         rates = doc["ratings"]
         before = [dict(rates[b]) for b in slot["teams"]]
-        rates[winner], rates[loser] = ratings.rate(rates[winner], rates[loser])
+        new_w, new_l = ratings.rate(rates[winner], rates[loser])
+        if winner_moves:
+            rates[winner] = new_w
+        rates[loser] = new_l
         slot["rating"] = [[r["mu"], r["sigma"], rates[b]["mu"], rates[b]["sigma"]]
                           for b, r in zip(slot["teams"], before, strict=True)]
-        for bot in (winner, loser):
-            if bot not in lb_updates:
-                raw = pipe.hget(self.lb_key, bot)  # immediate: the pipeline is watching
-                lb_updates[bot] = (json.loads(raw) if raw else
-                                   {**ratings.initial(), "games": 0, "wins": 0})
-        w, lo = lb_updates[winner], lb_updates[loser]
-        new_w, new_l = ratings.rate(w, lo)
-        w.update(new_w, games=w["games"] + 1, wins=w["wins"] + 1)
-        lo.update(new_l, games=lo["games"] + 1)
+        slot["rated_at"] = at
+        lb_updates[winner], lb_updates[loser], _ = ratings.rate_published(
+            lb[winner], lb[loser], (owners[winner], owners[loser]), at, winner_moves)
+
+    def _lb_entry(self, pipe: Any, bot: str, lb_updates: dict[str, dict[str, Any]]
+                  ) -> dict[str, Any]:
+        if bot not in lb_updates:
+            raw = pipe.hget(self.lb_key, bot)  # immediate: the pipeline is watching
+            lb_updates[bot] = json.loads(raw) if raw else ratings.blank()
+        return lb_updates[bot]
+
+    def _owners(self, bots: Sequence[str]) -> dict[str, str]:
+        """Each bot's owner (read from the bot hashes, outside the watched transaction:
+        another slot in a cluster, and an owner never changes)."""
+        batch = self.store.r.pipeline(transaction=False)
+        for b in bots:
+            batch.hget(self.store.keys.bot(b), "owner")
+        return {b: ratings.owner_of({"owner": o}, b)
+                for b, o in zip(bots, batch.execute(), strict=True)}
 
     def _close_rounds(self, doc: dict[str, Any]) -> bool:
         changed = False
@@ -1009,13 +1054,36 @@ class Tournaments:
         return out
 
     def leaderboard(self) -> dict[str, Any]:
+        """Every bot with a leaderboard entry, ranked ones first by ordinal (then bot id);
+        a provisional bot (too few rated games, or against too few distinct owners) is
+        listed after them with ``rank`` null; a suspended bot is left off (docs/ratings.md)."""
         raw = {k.decode(): json.loads(v) for k, v in self.r.hgetall(self.lb_key).items()}
-        names = self.store.bot_names(list(raw))
-        items = []
-        for bot, r in raw.items():
-            items.append({"bot_id": bot, "bot_name": names.get(bot, ""),
-                          **ratings.shown(r), "games": r["games"], "wins": r["wins"]})
-        items.sort(key=lambda i: (-i["ordinal"], i["bot_id"]))
-        for i, item in enumerate(items, 1):
-            item["rank"] = i
-        return {"items": items}
+        return {"items": published_rows(self.store, raw, self.provisional_games,
+                                        self.provisional_owners)}
+
+
+def published_rows(store: Any, raw: dict[str, dict[str, Any]], games: int, owners: int
+                   ) -> list[dict[str, Any]]:
+    """The leaderboard's rows from its entries (bot id → entry): see ``leaderboard``."""
+    ids = sorted(raw)
+    batch = store.r.pipeline(transaction=False)
+    for b in ids:
+        batch.hmget(store.keys.bot(b), ["name", "suspended"])
+    found = dict(zip(ids, batch.execute(), strict=True)) if ids else {}
+    items = []
+    for bot, r in raw.items():
+        name, suspended = found.get(bot) or (None, None)
+        if suspended:
+            continue  # suspended by the operator: off the leaderboard while it lasts
+        items.append({"bot_id": bot, "bot_name": name.decode() if name else "",
+                      **ratings.shown(r), "games": r["games"], "wins": r["wins"],
+                      "provisional": ratings.provisional(r, games, owners)})
+    items.sort(key=lambda i: (i["provisional"], -i["ordinal"], i["bot_id"]))
+    rank = 0
+    for item in items:
+        if item["provisional"]:
+            item["rank"] = None
+        else:
+            rank += 1
+            item["rank"] = rank
+    return items

@@ -20,6 +20,7 @@ from service.arena.callbacks import Callbacks
 from service.arena.games import Arena
 from service.arena.ladder import DEFAULTS as LADDER_DEFAULTS
 from service.arena.ladder import Ladders
+from service.arena.ratings import DEFAULTS as RATING_DEFAULTS
 from service.arena.tournaments import Tournaments
 from service.http import (
     callback_routes,
@@ -44,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     # requests per window per bot (or per address without a token), failed
     # authentications per address, trusted proxies: see service/http/limits.py; 0: off
     **limits.DEFAULTS,
+    # when a bot's rating is ranked (provisional until then): service/arena/ratings.py
+    **RATING_DEFAULTS,
     **LADDER_DEFAULTS,  # the ladders and their matchmaking: see service/arena/ladder.py
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     # seconds a stream's write may take before the stream is dropped (a slow consumer)
@@ -107,7 +110,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # the pub/sub listener: a connection of its own (see redis_client.listener)
     arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout, mode)
     arena.wakeups.confirm_s = redis_timeout
-    app.extensions["tournaments"] = Tournaments(arena)
+    tournaments = app.extensions["tournaments"] = Tournaments(arena)
+    tournaments.provisional_games = int(app.config["ARENA_PROVISIONAL_GAMES"])
+    tournaments.provisional_owners = int(app.config["ARENA_PROVISIONAL_OWNERS"])
     app.extensions["ladders"] = Ladders(arena, app.config)
     callbacks = app.extensions["callbacks"] = Callbacks(arena, app.config)
     arena.on_status.append(callbacks.game_changed)

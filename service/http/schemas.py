@@ -1222,12 +1222,21 @@ class Standings(Out):
                           metadata={"description": "everyone's rating after each round"})
 
 
+PROVISIONAL_DOC = (
+    "true until the bot has played `ARENA_PROVISIONAL_GAMES` rated games (default 10) "
+    "against `ARENA_PROVISIONAL_OWNERS` distinct owners (default 3): its rating is shown "
+    "but not ranked (`rank` null; listed after the ranked bots). See docs/ratings.md")
+
+
 class LeaderboardRow(RatingOut):
-    rank = fields.Int(required=True)
+    rank = fields.Int(required=True, allow_none=True, metadata={
+        "description": "1 is best, by ordinal (then bot id); null while provisional"})
     bot_id = fields.Str(required=True)
     bot_name = fields.Str(required=True)
-    games = fields.Int(required=True)
+    games = fields.Int(required=True, metadata={
+        "description": "rated games (forfeits included: a rated loss for who forfeited)"})
     wins = fields.Int(required=True)
+    provisional = fields.Bool(required=True, metadata={"description": PROVISIONAL_DOC})
 
 
 class Leaderboard(Out):
@@ -1344,6 +1353,7 @@ class LadderPageQuery(Strict):
 class LadderRating(RatingOut):
     games = fields.Int(required=True)
     wins = fields.Int(required=True)
+    provisional = fields.Bool(required=True, metadata={"description": PROVISIONAL_DOC})
 
 
 class LadderEntry(Out):
@@ -1395,8 +1405,10 @@ class LadderDetail(LadderSummary):
 
 
 class LadderStandingRow(RatingOut):
-    rank = fields.Int(required=True, metadata={
-        "description": "1 is best: by ordinal (higher first), then bot id"})
+    rank = fields.Int(required=True, allow_none=True, metadata={
+        "description": "1 is best: by ordinal (higher first), then bot id; null while "
+        "provisional (listed after the ranked bots)"})
+    provisional = fields.Bool(required=True, metadata={"description": PROVISIONAL_DOC})
     bot_id = fields.Str(required=True)
     bot_name = fields.Str(required=True)
     games = fields.Int(required=True)
@@ -1428,6 +1440,12 @@ class LadderGame(Out):
     timeouts = fields.Int(required=True, metadata={"description": "yours in this game"})
     before = fields.Nested(RatingOut, required=True)
     after = fields.Nested(RatingOut, required=True)
+    forfeit = fields.Bool(required=True, metadata={
+        "description": "you forfeited it: every decision of yours was played by the move "
+        "clock (a rated loss, whatever the score; docs/ratings.md)"})
+    unrated = fields.Str(required=True, allow_none=True, metadata={
+        "description": "why the game moved no rating (`same_owner`, `both_forfeited`), "
+        "or null: it was rated"})
 
 
 class LadderHistory(Out):
