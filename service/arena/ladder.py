@@ -78,7 +78,7 @@ from typing import Any
 
 import redis
 
-from service.arena import ratings
+from service.arena import deals, ratings
 from service.arena import tournament_control as control
 from service.arena.games import Arena
 from service.arena.loop import BackgroundLoop
@@ -201,7 +201,9 @@ def ladder_plan(game: Game, sides: list[str], owners: dict[str, str]) -> dict[st
     absent = control.absent_teams(game)
     winner = game.state.winner if game.state.winner is not None else 0
     unrated = None
-    if owners[sides[0]] == owners[sides[1]]:
+    if game.meta.get("seed_chosen"):
+        unrated = "seed_chosen"  # never on a ladder today; a rule for any rated path
+    elif owners[sides[0]] == owners[sides[1]]:
         unrated = "same_owner"
     elif len(absent) == 2:
         unrated = "both_forfeited"
@@ -539,6 +541,7 @@ class Ladders:
             "created": int(time.time()), "creator": None, "move_limit": lad.move_limit,
             "ladder": {"name": lad.name, "match": mid, "claimed": match["at"]},
         }
+        deals.seal(meta, chosen=False)  # a random seed, committed to (docs/ratings.md)
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status),
                                       game_id=self.store.derived_id("ladder", lad.name, mid))

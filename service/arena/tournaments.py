@@ -147,7 +147,7 @@ from typing import Any
 
 import redis
 
-from service.arena import knockout, ratings
+from service.arena import deals, knockout, ratings
 from service.arena import tournament_control as control
 from service.arena.games import Arena
 from service.arena.status import ACTIVE, FINISHED, deadline_for, embargo_key, status_of, turn_bot
@@ -631,6 +631,7 @@ class Tournaments:
         too_big = size_errors(body)  # TournamentCreate refuses it first (the contract)
         if too_big:
             raise Problem("validation", next(iter(too_big.values()))[0], errors=too_big)
+        self._claim_seed(settings, body.get("seed") is not None, trusted)
         tid = secrets.token_hex(6)
         warnings = swiss_warnings(settings, n)
         doc: dict[str, Any] = {
@@ -666,6 +667,28 @@ class Tournaments:
         pipe.execute()
         self.advance(tid)
         return self.detail(tid)
+
+    @property
+    def seeds_key(self) -> str:
+        return f"{self.p}tours:seeds"
+
+    def _claim_seed(self, settings: dict[str, Any], chosen: bool, trusted: bool) -> None:
+        """A tournament's seed fixes every deal, and it is public once the tournament is
+        over, so an earlier tournament's seed would replay deals someone has seen: refused
+        (409 ``seed-reused``) unless ``trusted`` (the organizer's own comparisons). The
+        set of used seeds is permanent (``{p}tours:seeds``: one member per tournament, no
+        expiry). A random seed that happens to be used already is drawn again."""
+        for _ in range(ATTEMPTS):
+            if self.r.sadd(self.seeds_key, settings["seed"]) or trusted:
+                return
+            if chosen:
+                raise Problem("seed-reused", f"seed {settings['seed']} was used by an earlier "
+                              "tournament, whose deals are public once it is over; omit it "
+                              "(random) or create the tournament with trusted: true",
+                              errors={"seed": ["used by an earlier tournament"]})
+            settings["seed"] = secrets.randbelow(MAX_SEED + 1)
+        raise Problem("service-unavailable", "no unused seed found; retry",
+                      headers={"Retry-After": "1"})
 
     @staticmethod
     def _add_round(doc: dict[str, Any], pairs: list[tuple[str, str]], byes: list[str]) -> None:
@@ -916,6 +939,7 @@ class Tournaments:
             "creator": None,
             "tournament": {"id": doc["id"], "slot": slot["slot"], "round": slot["round"]},
         }
+        deals.seal(meta, chosen=False)  # derived from the tournament's seed: committed to
         rnd = doc["rounds"][slot["round"] - 1]
         if len(tables_of(rnd, slot)) > 1:
             # its cards are dealt at another table too: embargoed until all have finished

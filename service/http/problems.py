@@ -40,6 +40,7 @@ KINDS: dict[str, tuple[int, str]] = {
     "embargoed": (403, "This deal is still being played at another table"),
     "forbidden-entrant": (403, "Only the entrant itself may do that"),
     "tournament-over": (409, "The tournament is over"),
+    "seed-reused": (409, "That seed was used by an earlier tournament"),
     "seat-taken": (409, "That seat is already taken"),
     "game-not-started": (409, "The game is waiting for players"),
     "not-your-turn": (409, "It is not your turn"),

@@ -354,6 +354,19 @@ GAME_STATUS = ["waiting", "active", "finished"]
 STATUS_DOC = "waiting: open seats; active: being played; finished: over"
 
 
+SEED_CHOSEN_DOC = (
+    "true: the game's creator chose its seed (`seed` in `POST /games`), which fixes the "
+    "cut and every deal, so the creator may know every hand; such a game is never rated. "
+    "Shown from the creation on, before anyone joins (docs/ratings.md)")
+SEED_COMMITMENT_DOC = (
+    "for a random seed: hex sha256(salt ‖ seed as decimal ASCII), published at the "
+    "creation; once the game is over the view and the record show `seed` and `seed_salt` "
+    "(hex) so anyone can check the deal was fixed before play. Null for a chosen seed "
+    "(and for a game older than the field)")
+SEED_SALT_DOC = ("hex, only once the game is over (with `seed`): the secret salt of "
+                 "`seed_commitment`; null for a chosen seed")
+
+
 class GameSummary(Out):
     id = fields.Str(required=True, metadata={"example": "a1b2c3d4e5f6"})
     version = fields.Int(required=True)
@@ -377,6 +390,9 @@ class GameSummary(Out):
         required=True, allow_none=True,
         metadata={"description": "unix seconds (the service's clock) of the last change"},
     )
+    seed_chosen = fields.Bool(required=True, metadata={"description": SEED_CHOSEN_DOC})
+    seed_commitment = fields.Str(required=True, allow_none=True,
+                                 metadata={"description": SEED_COMMITMENT_DOC})
 
 
 class GameList(Out):
@@ -487,6 +503,9 @@ class View(Out):
                                   metadata={"description": "what the previous hand scored"})
     winner = fields.Int(required=True, allow_none=True,
                         metadata={"description": "the winning team, once over"})
+    seed_chosen = fields.Bool(required=True, metadata={"description": SEED_CHOSEN_DOC})
+    seed_commitment = fields.Str(required=True, allow_none=True,
+                                 metadata={"description": SEED_COMMITMENT_DOC})
     hands = fields.List(
         fields.List(card()),
         metadata={"description": "only once the game is over: per seat, the cards it still "
@@ -496,6 +515,7 @@ class View(Out):
                   "and played is in the record"},
     )
     seed = fields.Int(metadata={"description": "the seed, once the game is over"})
+    seed_salt = fields.Str(allow_none=True, metadata={"description": SEED_SALT_DOC})
     move_limit = fields.Float(required=True, allow_none=True,
                               metadata={"description": "seconds per decision, or null"})
     deadline = fields.Float(
@@ -610,6 +630,7 @@ class Record(Out):
 
     players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
     seed = fields.Int(metadata={"description": "only once the game is over"})
+    seed_salt = fields.Str(allow_none=True, metadata={"description": SEED_SALT_DOC})
     variants = fields.Nested(VariantsOut, required=True)
     teams = fields.List(fields.List(fields.Int()), required=True)
     cut = fields.List(fields.List(fields.Nested(CutCard)), required=True, metadata={
@@ -912,7 +933,8 @@ class TournamentCreate(Strict):
         metadata={"description": "the entrants may see a deal twice: duplicate deals are "
                   "played as twins within a pairing, the same two entrants with the teams "
                   "swapped, so each entrant holds its opponent's cards in the twin. Only for "
-                  "bots you trust not to use what one game showed in the other"},
+                  "bots you trust not to use what one game showed in the other. Also lets "
+                  "`seed` repeat an earlier tournament's (otherwise 409 `seed-reused`)"},
     )
     rounds = JsonInt(validate=validate.Range(1, MAX_ROUNDS),
                      metadata={"description": f"swiss only; default ceil(log2(entrants)); 1 to "
@@ -924,7 +946,9 @@ class TournamentCreate(Strict):
     parallel = JsonInt(validate=validate.Range(1, 256), load_default=8,
                        metadata={"description": "at most this many of its games at once"})
     seed = JsonInt(validate=validate.Range(0, 2**63 - 1),
-                   metadata={"description": "fixes every deal; random when omitted"})
+                   metadata={"description": "fixes every deal; random when omitted. An "
+                             "earlier tournament's seed is refused (409 `seed-reused`: its "
+                             "deals are public once it is over) unless `trusted`"})
     no_show = JsonNumber(
         allow_none=True, validate=validate.Range(1, 86400),
         metadata={"description": NO_SHOW_DOC + " Omitted: 600; null: no such rule"})
