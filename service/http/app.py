@@ -15,6 +15,7 @@ from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
 from service import metrics
+from service.arena import rating_migration
 from service.arena.callbacks import DEFAULTS as CALLBACK_DEFAULTS
 from service.arena.callbacks import Callbacks
 from service.arena.games import Arena
@@ -47,6 +48,9 @@ DEFAULTS: dict[str, Any] = {
     **limits.DEFAULTS,
     # when a bot's rating is ranked (provisional until then): service/arena/ratings.py
     **RATING_DEFAULTS,
+    # "1": at startup, replay the published ratings under the current rules if they follow
+    # older ones (once: service/arena/rating_migration.py); "0": only `allfours migrate ratings`
+    "ARENA_RATINGS_MIGRATE": "1",
     **LADDER_DEFAULTS,  # the ladders and their matchmaking: see service/arena/ladder.py
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     # seconds a stream's write may take before the stream is dropped (a slow consumer)
@@ -113,7 +117,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     tournaments = app.extensions["tournaments"] = Tournaments(arena)
     tournaments.provisional_games = int(app.config["ARENA_PROVISIONAL_GAMES"])
     tournaments.provisional_owners = int(app.config["ARENA_PROVISIONAL_OWNERS"])
-    app.extensions["ladders"] = Ladders(arena, app.config)
+    ladders = app.extensions["ladders"] = Ladders(arena, app.config)
+    if str(app.config["ARENA_RATINGS_MIGRATE"]) != "0":  # once per rules version
+        rating_migration.ensure(tournaments, ladders)
     callbacks = app.extensions["callbacks"] = Callbacks(arena, app.config)
     arena.on_status.append(callbacks.game_changed)
 
