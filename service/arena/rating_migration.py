@@ -52,7 +52,7 @@ import redis
 from service.arena import ratings
 from service.arena import tournament_control as control
 from service.arena.ladder import FORM, Ladders, ladder_plan
-from service.arena.tournaments import DONE, Tournaments, rating_plan
+from service.arena.tournaments import DONE, Tournaments, rating_plan, ratings_after
 
 log = logging.getLogger(__name__)
 
@@ -169,9 +169,10 @@ def _replay_doc(doc: dict[str, Any], owners: dict[str, str]
             slot["rating"] = [[r["mu"], r["sigma"], rates[b]["mu"], rates[b]["sigma"]]
                               for b, r in zip(slot["teams"], before, strict=True)]
             rated.append((slot, plan))
+    for rnd in doc["rounds"]:
         if rnd["round"] in snapped:
-            history.append({"round": rnd["round"],
-                            "ratings": {b: ratings.shown(r) for b, r in rates.items()}})
+            history.append({"round": rnd["round"], "ratings": {
+                b: ratings.shown(r) for b, r in ratings_after(doc, rnd["round"]).items()}})
     doc["ratings"] = rates
     doc["history"] = history
     return rated

@@ -461,6 +461,19 @@ def rating_plan(doc: dict[str, Any], slot: dict[str, Any], owners: Mapping[str, 
     return winner, loser, forfeit is None or winner in credited
 
 
+def ratings_after(doc: dict[str, Any], round_no: int) -> dict[str, ratings.Rating]:
+    """Everyone's tournament rating after the rated games of rounds 1 .. ``round_no``: each
+    entrant's rating after its last rated slot there (slots are rated in slot order). Not
+    simply the ratings now: an entrant that leaves forfeits its games of later rounds at
+    once, and those rated losses belong to their own rounds' snapshots."""
+    rates = {e["bot_id"]: ratings.initial() for e in doc["entrants"]}
+    for rnd in doc["rounds"][:round_no]:
+        for slot in rnd["slots"]:
+            for bot, (_m0, _s0, mu, sigma) in zip(slot["teams"], slot.get("rating") or ()):
+                rates[bot] = {"mu": mu, "sigma": sigma}
+    return rates
+
+
 _COUNTERS = ("played", "won", "lost", "hands_won", "points_for", "points_against",
              "timeouts", "byes", "comparisons", "forfeits")
 
@@ -847,10 +860,10 @@ class Tournaments:
         bots of one owner, is not rated (``unrated`` says why)."""
         owners = self._owners(slot["teams"])
         at = time.time()
-        lb = {b: self._lb_entry(pipe, b, lb_updates) for b in slot["teams"]}
         plan = rating_plan(doc, slot, owners, control.credited(doc))
         if plan is None:
             return
+        lb = {b: self._lb_entry(pipe, b, lb_updates) for b in slot["teams"]}
         winner, loser, winner_moves = plan
         rates = doc["ratings"]
         before = [dict(rates[b]) for b in slot["teams"]]
@@ -893,7 +906,8 @@ class Tournaments:
                         return True  # a level match plays a tiebreak pair first
                     doc["history"].append({
                         "round": rnd["round"],
-                        "ratings": {b: ratings.shown(r) for b, r in doc["ratings"].items()},
+                        "ratings": {b: ratings.shown(r)
+                                    for b, r in ratings_after(doc, rnd["round"]).items()},
                     })
                     changed = True
             # every round so far is complete
