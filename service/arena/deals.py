@@ -11,9 +11,9 @@ it), and it is never rated (``ladder_plan``/``rating_plan`` refuse it).
 bytes (``seed_salt``, shown in hex) and ``str(seed)`` the seed's decimal digits in ASCII.
 Once the game is over the view and the record show ``seed`` and ``seed_salt``; anyone can
 recompute the hash and see that the deal was fixed before play (docs/ratings.md has the
-snippet). The salt matters: a bare ``sha256(seed)`` of a 63-bit seed could be searched —
-and a seed small enough to type in a request (the cut's few hundred thousand distinct
-outcomes are worth far less than 63 bits) would fall at once. 128 secret bits cannot be
+snippet). The salt matters: a bare ``sha256(seed)`` can be searched by hashing candidate
+seeds — a small seed falls at once, and even a random 63-bit one is within reach of
+enough hardware over a long tournament. 128 secret random bits in front of it cannot be
 searched, so the commitment hides the seed until it is revealed. Like the seed, the salt
 is never shown before the game is over (nor while its duplicate deal is embargoed).
 
