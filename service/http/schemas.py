@@ -879,7 +879,8 @@ NO_SHOW_DOC = (
     "its live games it is its turn and nothing has been played for this long, or the game "
     "started this long ago and every one of its moves there (at least one) was played by "
     "the move clock. An entrant that leaves forfeits its live and unplayed games: won by "
-    "the opponent, no points, hands or matchpoints for anyone, not rated.")
+    "the opponent, no points, hands or matchpoints for anyone; a rated loss for the "
+    "entrant that forfeited (docs/ratings.md).")
 MAX_TIMEOUTS_DOC = (
     "disqualification: an entrant leaves the tournament (`disqualified`) once the move "
     "clock has played this many of its moves over the whole tournament; it forfeits its "
@@ -1046,14 +1047,15 @@ class TournamentGame(Out):
                                 "a game never started)"})
     winner = fields.Str(required=True, allow_none=True, metadata={
         "description": "bot id; null while not done, when both entrants forfeited, or when "
-        "the entrant that did not forfeit has made no move of its own in the tournament "
-        "(yet): a forfeit is won only by an entrant that has played"})
+        "the entrant that did not forfeit has itself left the tournament without a move of "
+        "its own: a forfeit is won by an entrant that has played or is still in"})
     forfeit = fields.List(fields.Str(), required=True, allow_none=True, metadata={
         "description": "the entrants that forfeited this game (one, or both): they left the "
         "tournament (withdrawn, no_show, disqualified) before it ended or was played, or "
         "every one of their decisions in it was played by the move clock. The other entrant "
-        "wins it (if it has made a move of its own in the tournament); it adds no points, "
-        "hands, timeouts or matchpoints and moves no rating. "
+        "wins it (if it has made a move of its own in the tournament or is still in it); it "
+        "adds no points, hands, timeouts or matchpoints, and is a rated loss for who "
+        "forfeited (not rated when both did). "
         "Null: not forfeited"})
     scores = fields.List(fields.Int(), required=True, allow_none=True)
     hands_won = fields.List(fields.Int(), required=True, allow_none=True)
