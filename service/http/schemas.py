@@ -1069,7 +1069,9 @@ class TournamentGame(Out):
     rating = fields.List(fields.Nested(lambda: GameRating()), required=True, allow_none=True,
                          metadata={"description": "per team (as in teams), the entrant's "
                                    "tournament rating before and after this game; null "
-                                   "until it is rated (see recorded)"})
+                                   "until it is rated (see recorded), and for good when it "
+                                   "is not rated: a game between bots of one owner, or one "
+                                   "both entrants forfeited (docs/ratings.md)"})
 
 
 class GameRating(Out):
