@@ -14,7 +14,8 @@ to start every bot again at the initial rating and replay every stored result, i
   same function a live ``advance`` uses. The tournament's own ratings, each slot's
   ``rating`` (before/after) and ``unrated``, and the per-round snapshots (``history``)
   are rewritten. A forfeit's winner is credited as the tournament's document says now
-  (``tournament_control.credited``).
+  (``tournament_control.credited``). Every tournament's seed joins the set of used seeds
+  (``{p}tours:seeds``), so a seed from before the rule cannot be reused either.
 - *The leaderboard* (``{p}leaderboard``) is rebuilt from those same results across all
   tournaments, ordered by when each was rated: a slot's ``rated_at`` (written since this
   version), else — data written the old way — its tournament's finish time (else creation
@@ -135,6 +136,9 @@ def _tournaments(t: Tournaments) -> dict[str, Any]:
         pipe.multi()
         for doc in docs:
             pipe.set(t.key(doc["id"]), json.dumps(doc, separators=(",", ":")))
+        seeds = {doc["settings"]["seed"] for doc in docs if "seed" in doc["settings"]}
+        if seeds:  # tournaments made before the rule: their seeds are used too
+            pipe.sadd(t.seeds_key, *sorted(seeds))
         pipe.delete(t.lb_key)
         if board:
             pipe.hset(t.lb_key, mapping={b: json.dumps(e, separators=(",", ":"))

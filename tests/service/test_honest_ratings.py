@@ -513,6 +513,7 @@ def test_the_migration_replays_ratings_written_the_old_way(app, client, redis_cl
     live_doc = json.loads(redis_client.get(tours.key(t["id"])))
     assert any(g["forfeit"] for g in slots(t))
     old_way(redis_client, keys, app, t["id"])
+    redis_client.delete(tours.seeds_key)  # the old way kept no used seeds
     old = board(client)
     assert old[quits]["games"] < live_rules[quits]["games"], "forfeits were unrated then"
     assert migration.current_version(tours) == 1
@@ -529,6 +530,8 @@ def test_the_migration_replays_ratings_written_the_old_way(app, client, redis_cl
     assert [s.get("rating") for r in doc["rounds"] for s in r["slots"]] == \
         [s.get("rating") for r in live_doc["rounds"] for s in r["slots"]]
     assert doc["history"] == live_doc["history"]
+    # a tournament from before the seed rule: its seed is taken as used
+    assert redis_client.sismember(tours.seeds_key, 31)
     # idempotent: again, nothing; forced, the same ratings
     assert migration.migrate(tours, app.extensions["ladders"]) == {
         "version": migration.VERSION, "migrated": False}
