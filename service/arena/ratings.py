@@ -104,7 +104,7 @@ def published(entry: dict[str, Any], new: Rating, won: bool, opponent_owner: str
     out["owners"] = owners
     recent = {o: [t for t in ts if at - float(t) < SAME_OPPONENT_WINDOW_S]
               for o, ts in (entry.get("recent") or {}).items()}
-    recent.setdefault(opponent_owner, []).append(at)
+    recent.setdefault(opponent_owner, []).append(int(at))  # whole seconds: a smaller entry
     out["recent"] = {o: ts for o, ts in recent.items() if ts}
     return out
 
