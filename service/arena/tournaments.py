@@ -6,8 +6,11 @@ deal's seed, and — once scheduled — the game id and, once played, the result
 ratings after every recorded game and a snapshot of them after every round. Other keys:
 ``{p}tours:all`` (sorted set by creation sequence, for listing), ``{p}tours:seq``,
 ``{p}tours:running`` (set of open tournaments, which the sweeper re-checks) and
-``{p}leaderboard`` (hash: bot id → JSON global rating over all tournament games) and
-``{p}embargoed`` (set of shared deals not yet finished at every table: see below).
+``{p}leaderboard`` (hash: bot id → JSON global rating over all tournament games),
+``{p}embargoed`` (set of shared deals not yet finished at every table: see below),
+``{p}tours:seeds`` (set of every tournament seed used, permanent: a seed is never reused
+unless ``trusted``, ``_claim_seed``) and ``{p}ratings:version`` (the rating rules the
+published ratings follow: ``service.arena.rating_migration``).
 
 **Never twice, never skipped.** Every change to a tournament is one optimistic
 transaction, ``advance``: WATCH the document (and the leaderboard), read it and the games
@@ -129,6 +132,14 @@ ratings once every earlier slot's has (``_rate_in_slot_order``). Each game publi
 place in that order, ``recorded`` (1, 2, ... — equal to slot + 1), and both entrants'
 ratings before and after it, so anyone can recompute every rating from the tournament's
 detail alone (``tests/service/test_tournament_order_and_limits.py`` does).
+
+**Issue 23's rules** (docs/ratings.md, ``rating_plan``): a forfeit is a rated loss for the
+entrant that forfeited (and a rated win for a credited opponent); a game both forfeited,
+or between bots of one owner (the bot hash's ``owner``), is not rated. The leaderboard's
+update of the *k*-th game against one owner within a day is weighted 1/*k*
+(``ratings.rate_published``), and a bot is listed as provisional, unranked, until it has
+``ARENA_PROVISIONAL_GAMES`` rated games against ``ARENA_PROVISIONAL_OWNERS`` owners; a
+suspended bot is left off. The tournament's own ratings are not weighted.
 """
 
 from __future__ import annotations
@@ -842,6 +853,7 @@ class Tournaments:
         ratings take the games in slot order, whichever table finished first, so they
         are a function of the results alone. Each game keeps its place in that order
         (``recorded``) and both entrants' ratings before and after it (``rating``)."""
+        step: dict[str, Any] = {}  # owners and credited entrants, read once per pass
         for rnd in doc["rounds"]:
             for slot in rnd["slots"]:
                 if slot.get("recorded") is not None or slot["status"] == control.VOID:
@@ -850,17 +862,20 @@ class Tournaments:
                     return  # a later result waits for this one
                 doc["recorded"] += 1
                 slot["recorded"] = doc["recorded"]
-                self._rate(pipe, doc, slot, lb_updates)
+                if not step:
+                    step["owners"] = self._owners([e["bot_id"] for e in doc["entrants"]])
+                    step["credited"] = control.credited(doc)
+                self._rate(pipe, doc, slot, lb_updates, step["owners"], step["credited"])
 
     def _rate(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any],
-              lb_updates: dict[str, dict[str, Any]]) -> None:
+              lb_updates: dict[str, dict[str, Any]], owners: Mapping[str, str],
+              credited: AbstractSet[str]) -> None:
         """One recorded game into the tournament's ratings and the leaderboard, under the
         rules of docs/ratings.md: a forfeit is a rated loss for the side that forfeited
         (a win for its opponent only when credited); a game both forfeited, or between
         bots of one owner, is not rated (``unrated`` says why)."""
-        owners = self._owners(slot["teams"])
         at = time.time()
-        plan = rating_plan(doc, slot, owners, control.credited(doc))
+        plan = rating_plan(doc, slot, owners, credited)
         if plan is None:
             return
         lb = {b: self._lb_entry(pipe, b, lb_updates) for b in slot["teams"]}
