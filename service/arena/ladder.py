@@ -11,8 +11,8 @@ ladder game a bot holds both seats of its team (0 and 2, or 1 and 3). Ladder gam
 ordinary games with a move limit (``ARENA_LADDER_MOVE_LIMIT`` unless the ladder sets one).
 
 **The matching rule** (``pair_up``, pure). Waiting bots are taken longest-waiting first.
-Each is matched with the waiting bot whose rating ordinal (mu - 3 sigma) is nearest to
-its own, among those within its *window*: ``WINDOW`` ordinal points, plus ``WIDEN_PER_S``
+Each is matched with the waiting bot of another owner whose rating ordinal (mu - 3 sigma)
+is nearest to its own, among those within its *window*: ``WINDOW`` ordinal points, plus ``WIDEN_PER_S``
 for every second the longer-waiting of the two has waited (so any two waiting bots meet
 after a while). A bot is never matched with itself, and a pair whose last ladder game was
 against each other is matched again only once both have waited ``ARENA_LADDER_REMATCH_WAIT``
@@ -59,6 +59,15 @@ match's one game has been rated: a stalled claimer that wakes up after another p
 did its step 2 finds the game there and the match bound, and makes nothing. So no bot is
 ever in two games of a ladder at once; a bot on two different ladders plays one game on
 each.
+
+**What is rated** (issue 23, docs/ratings.md, ``ladder_plan``): a side whose every decision
+(at least one) the move clock played never made one of its own and forfeits — a rated loss
+whatever the final score; both sides so, or two bots of one owner (never matched anyway),
+or a chosen seed: not rated (the bots' histories say ``unrated``; ``:results`` holds rated
+games only). The *k*-th game against one owner within a day moves a rating by 1/*k*
+(``ratings.rate_published``); a bot is provisional, unranked in the standings, until it has
+``ARENA_PROVISIONAL_GAMES`` rated games against ``ARENA_PROVISIONAL_OWNERS`` owners. Every
+game's seed is random and committed to (``service.arena.deals``).
 
 A bot whose timeouts in one ladder game reach ``ARENA_LADDER_PAUSE_TIMEOUTS`` is paused
 (checked every ``REPAIR_S`` while the game is live, and when it ends): it is matched no more,
