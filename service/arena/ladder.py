@@ -14,9 +14,10 @@ ordinary games with a move limit (``ARENA_LADDER_MOVE_LIMIT`` unless the ladder 
 Each is matched with the waiting bot of another owner whose rating ordinal (mu - 3 sigma)
 is nearest to its own, among those within its *window*: ``WINDOW`` ordinal points, plus
 ``WIDEN_PER_S`` for every second the longer-waiting of the two has waited (so any two
-waiting bots meet after a while). A bot is never matched with itself, and a pair whose last ladder game was
-against each other is matched again only once both have waited ``ARENA_LADDER_REMATCH_WAIT``
-seconds with no one else in reach (no immediate rematches while anyone else could play).
+waiting bots meet after a while). A bot is never matched with itself, and a pair whose
+last ladder game was against each other is matched again only once both have waited
+``ARENA_LADDER_REMATCH_WAIT`` seconds with no one else in reach (no immediate rematches
+while anyone else could play).
 Which bot takes team 0 is drawn at random.
 
 **Keys.** Every key of a ladder shares one hash tag, ``{p}{ladder:<name>}`` (Redis
