@@ -428,16 +428,18 @@ class Standings:
 
 @dataclass(frozen=True)
 class LeaderboardRow:
-    rank: int
+    rank: int | None  # None: provisional, not ranked yet (docs/ratings.md)
     bot_id: str
     bot_name: str
     games: int
     wins: int
     rating: Rating
+    provisional: bool = False
 
     @classmethod
     def of(cls, d: JSON) -> LeaderboardRow:
-        return cls(d["rank"], d["bot_id"], d["bot_name"], d["games"], d["wins"], Rating.of(d))
+        return cls(d["rank"], d["bot_id"], d["bot_name"], d["games"], d["wins"], Rating.of(d),
+                   bool(d.get("provisional")))
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 RULES = ROOT / "docs" / "rules.md"
 BOTS = ROOT / "docs" / "bots.md"
+RATINGS = ROOT / "docs" / "ratings.md"
 DOC_URL = "http://127.0.0.1:8000"
 MARK = "<!-- runnable -->"
 RUN_TIMEOUT = 120.0
@@ -171,6 +172,20 @@ def test_bots_md_python_examples_run(service: str, tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                               timeout=RUN_TIMEOUT, cwd=tmp_path)
         assert done.returncode == 0, f"block {n}:\n{explain(done)}"
+
+
+def test_ratings_md_checks_a_seed_commitment_as_written(service: str, tmp_path: Path) -> None:
+    """Issue 23: the snippet a player would use to check a finished game's commitment runs
+    and finds the revealed seed and salt matching."""
+    blocks = runnable_blocks(RATINGS, "python")
+    assert len(blocks) == 1, "docs/ratings.md has the commitment check"
+    script = tmp_path / "check_commitment.py"
+    script.write_text(blocks[0].replace(DOC_URL, service))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT, cwd=tmp_path)
+    assert done.returncode == 0, explain(done)
+    assert "matches its commitment" in done.stdout, explain(done)
+    assert "ratings.md" in BOTS.read_text(), "docs/bots.md links the ratings page"
 
 
 def test_bots_md_names_every_problem_type() -> None:

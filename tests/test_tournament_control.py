@@ -190,7 +190,7 @@ def test_pause_lets_live_games_finish_and_starts_none_until_resumed(arena: Arena
     assert t["progress"]["games_done"] == t["progress"]["games_planned"] == 3
 
 
-def test_withdrawal_forfeits_live_and_unplayed_games_unrated(arena: Arena) -> None:
+def test_withdrawal_forfeits_live_and_unplayed_games_as_rated_losses(arena: Arena) -> None:
     bots = arena.bots(3)
     quitter = bots[2]
     tid = arena.create(bots, games_per_pairing=2, variants={"target": 3})
@@ -213,7 +213,9 @@ def test_withdrawal_forfeits_live_and_unplayed_games_unrated(arena: Arena) -> No
     assert len(theirs) == 4 - len(ended) and live
     for g in theirs:
         assert g["forfeit"] == [quitter] and g["winner"] != quitter and g["winner"], g
-        assert g["rating"] is None
+        # issue 23: a rated loss for the quitter, a rated win for its opponent
+        mine = {r["bot_id"]: r for r in g["rating"]}
+        assert mine[quitter]["after"]["mu"] < mine[quitter]["before"]["mu"], g
         assert (g["scores"] is None) == (g["game_id"] is None)  # unplayed: no game
     rows = {r.bot_id: r for r in arena.viewer.standings(tid).items}
     assert rows[quitter].forfeits == len(theirs)
@@ -221,11 +223,9 @@ def test_withdrawal_forfeits_live_and_unplayed_games_unrated(arena: Arena) -> No
     board = arena.leaderboard()
     if not ended:
         assert rows[quitter].won == 0 and rows[quitter].score == 0
-        assert rows[quitter].rating.mu == 25.0, "a forfeit moves no rating"
-        assert quitter not in board
-    assert all(board[b].games == 2 + sum(b in g["teams"] for g in before
-                                         if g["slot"] in ended) for b in bots[:2]), \
-        "only the games both played are rated"
+        assert rows[quitter].rating.mu < 25.0, "a forfeit is a rated loss (issue 23)"
+        assert board[quitter].games == 4 and board[quitter].wins == 0
+    assert all(board[b].games == 4 for b in bots[:2]), "forfeits are rated too"
     assert arena.clients[quitter].withdraw(tid).status == "finished"  # a repeat: as it is
     with pytest.raises(ArenaError) as over:
         arena.clients[bots[0]].withdraw(tid)
@@ -251,25 +251,35 @@ def test_a_no_show_forfeits_and_the_tournament_ends(arena: Arena, move_limit) ->
     assert all(absent in g["forfeit"] and g["winner"] == present for g in slots(t))
     rows = {r.bot_id: r for r in arena.viewer.standings(tid).items}
     assert rows[present].rank == 1 and rows[absent].won == 0
-    assert absent not in arena.leaderboard() and present not in arena.leaderboard()
+    board = arena.leaderboard()  # issue 23: the no-show's forfeits are rated losses
+    assert (board[absent].games, board[absent].wins) == (2, 0)
+    assert (board[present].games, board[present].wins) == (2, 2)
 
 
 def test_of_two_bots_that_never_play_the_last_one_standing_wins_nothing(
         arena: Arena, redis_client, keys) -> None:
     """No move clock: the no-show rule ends a tournament nobody plays (it does not stay
-    running for the sweeper), and the entrant that outlasts the other has not moved, so
-    it is credited no forfeit win."""
+    running for the sweeper). When both are put out at once (each was in turn in a game),
+    nobody wins and nothing is rated; when one is put out first, the other — still in,
+    never yet asked to decide — wins those games (issue 23: an entrant whose opponent left
+    before its first decision wins), as a rated win."""
     a, b = arena.bots(2)
     tid = arena.create([a, b], games_per_pairing=2, no_show=2, variants=LONG)
     wait_until(lambda: arena.get(tid)["status"] == "finished", 120, "the no-show rule")
     assert not redis_client.sismember(f"{keys.tours_prefix}tours:running", tid)
     t = arena.get(tid)
-    # one, or both (each is in turn in one of the two games): never a bot that played
-    assert "no_show" in {e["status"] for e in t["entrants"]}
-    assert all(g["forfeit"] and g["winner"] is None for g in slots(t))
-    rows = arena.viewer.standings(tid).items
-    assert all(r.won == 0 and r.score == 0 and r.played == 2 for r in rows)
-    assert not set(arena.leaderboard()) & {a, b}
+    status = {e["bot_id"]: e["status"] for e in t["entrants"]}
+    assert "no_show" in status.values()
+    still = [bot for bot, st in status.items() if st == "in"]
+    rows = {r.bot_id: r for r in arena.viewer.standings(tid).items}
+    if not still:  # both out at once: nobody wins, nothing rated
+        assert all(g["forfeit"] and g["winner"] is None for g in slots(t))
+        assert all(r.won == 0 and r.score == 0 and r.played == 2 for r in rows.values())
+        assert not set(arena.leaderboard()) & {a, b}
+    else:
+        (stayed,) = still
+        assert all(g["winner"] == stayed for g in slots(t))
+        assert rows[stayed].won == 2 and arena.leaderboard()[stayed].wins == 2
 
 
 def test_disqualification_after_n_timeouts(arena: Arena) -> None:
@@ -284,7 +294,9 @@ def test_disqualification_after_n_timeouts(arena: Arena) -> None:
     assert all(g["forfeit"] == [failing] for g in slots(t))
     charged = sum(g["timeouts"][g["teams"].index(failing)] for g in slots(t) if g["timeouts"])
     assert charged >= 3
-    assert failing not in arena.leaderboard()
+    board = arena.leaderboard()  # issue 23: its forfeits are rated losses
+    assert board[failing].wins == 0 and board[failing].games == 2
+    assert board[present].rating.ordinal > board[failing].rating.ordinal
 
 
 def test_two_absent_bots_cannot_win_or_get_leaderboard_entries(arena: Arena) -> None:

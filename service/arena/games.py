@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from service import metrics
+from service.arena import deals
 from service.arena.fanout import Feed
 from service.arena.invitations import Invitations, seat_invited
 from service.arena.owners import HOUSE_OWNER, Owners, network_of
@@ -117,11 +118,14 @@ def view_of(game: Game, engine_view: dict[str, Any], version: int, status: str,
         "hand_items": v["hand_items"],
         "last_hand_items": v["last_hand_items"],
         "winner": v["winner"],
+        "seed_chosen": bool(game.meta.get("seed_chosen")),
+        "seed_commitment": game.meta.get("seed_commitment"),
     }
     if "hands" in v:
         out["hands"] = v["hands"]
     if "seed" in v:
         out["seed"] = v["seed"]
+        out["seed_salt"] = game.meta.get("seed_salt")  # revealed with the seed (deals)
     out["move_limit"] = float(limit) if limit is not None else None
     if deadline is None:
         out["deadline"] = out["time_left"] = None
@@ -414,6 +418,7 @@ class Arena(Waiting):
             "creator": creator,
         }
         self.invitations.prepare(meta, invited)
+        deals.seal(meta, chosen=body.get("seed") is not None)  # issue 23: fair deals
         if body.get("move_limit"):
             meta["move_limit"] = body["move_limit"]
         elif any(self.store.is_person(b) for b in set(named) if b):
@@ -500,6 +505,8 @@ class Arena(Waiting):
             "invitation_expires": game.meta.get("invitation_expires")
             if game.status == WAITING else None,
             "cancelled": (game.meta.get("cancelled") or {}).get("reason"),
+            "seed_chosen": bool(game.meta.get("seed_chosen")),
+            "seed_commitment": game.meta.get("seed_commitment"),
         }
 
     def list_games(self, status: str | None, limit: int, cursor: int | None) -> dict[str, Any]:
@@ -897,6 +904,7 @@ class Arena(Waiting):
         embargoed = self.embargoed(game)
         if game.status == FINISHED and not embargoed:
             record = build_record(game.players, game.meta["seed"], game.variants, actions)
+            record["seed_salt"] = game.meta.get("seed_salt")  # to check the commitment
             record["complete"] = True
             record["timeouts"] = game.meta.get("timeouts", [])
             return record

@@ -61,6 +61,15 @@ did its step 2 finds the game there and the match bound, and makes nothing. So n
 ever in two games of a ladder at once; a bot on two different ladders plays one game on
 each.
 
+**What is rated** (issue 23, docs/ratings.md, ``ladder_plan``): a side whose every decision
+(at least one) the move clock played never made one of its own and forfeits — a rated loss
+whatever the final score; both sides so, or two bots of one owner (never matched anyway),
+or a chosen seed: not rated (the bots' histories say ``unrated``; ``:results`` holds rated
+games only). The *k*-th game against one owner within a day moves a rating by 1/*k*
+(``ratings.rate_published``); a bot is provisional, unranked in the standings, until it has
+``ARENA_PROVISIONAL_GAMES`` rated games against ``ARENA_PROVISIONAL_OWNERS`` owners. Every
+game's seed is random and committed to (``service.arena.deals``).
+
 A bot whose timeouts in one ladder game reach ``ARENA_LADDER_PAUSE_TIMEOUTS`` is paused
 (checked every ``REPAIR_S`` while the game is live, and when it ends): it is matched no more,
 its entry says why, and joining again resumes it.
@@ -79,7 +88,8 @@ from typing import Any
 
 import redis
 
-from service.arena import ratings
+from service.arena import deals, ratings
+from service.arena import tournament_control as control
 from service.arena.games import Arena
 from service.arena.loop import BackgroundLoop
 from service.arena.status import ACTIVE, FINISHED, deadline_for, status_of, turn_bot
@@ -190,6 +200,27 @@ def timeouts_by_bot(game: Game) -> dict[str, int]:
         if bot:
             out[bot] = out.get(bot, 0) + 1
     return out
+
+
+def ladder_plan(game: Game, sides: list[str], owners: dict[str, str]) -> dict[str, Any]:
+    """How a finished ladder game is rated (docs/ratings.md): a side whose every decision
+    (at least one) the move clock played never made one of its own and forfeits — a rated
+    loss, whatever the board said; both sides so: unrated; bots of one owner: unrated.
+    ``winner``: the team credited with the win (the game's winner unless it forfeited);
+    ``forfeit``: the bots that forfeited; ``unrated``: why not rated, or None."""
+    absent = control.absent_teams(game)
+    winner = game.state.winner if game.state.winner is not None else 0
+    unrated = None
+    if game.meta.get("seed_chosen"):
+        unrated = "seed_chosen"  # never on a ladder today; a rule for any rated path
+    elif owners[sides[0]] == owners[sides[1]]:
+        unrated = "same_owner"
+    elif len(absent) == 2:
+        unrated = "both_forfeited"
+    elif absent:
+        winner = 1 - absent[0]
+    return {"winner": winner, "forfeit": [sides[t] for t in absent],
+            "rated": unrated is None, "unrated": unrated}
 
 
 def _dump(x: Any) -> str:
@@ -308,6 +339,18 @@ class Ladders:
                                              DEFAULTS["ARENA_LADDER_REMATCH_WAIT"]))
         self._cas = self.r.register_script(CAS)
         arena.on_finish.append(self._game_finished)
+        self.provisional_games = int(config.get("ARENA_PROVISIONAL_GAMES",
+                                                ratings.DEFAULTS["ARENA_PROVISIONAL_GAMES"]))
+        self.provisional_owners = int(config.get(
+            "ARENA_PROVISIONAL_OWNERS", ratings.DEFAULTS["ARENA_PROVISIONAL_OWNERS"]))
+
+    def owners(self, bots: list[str]) -> dict[str, str]:
+        """Each bot's owner (``ratings.owner_of``), from the bot hashes."""
+        batch = self.r.pipeline(transaction=False)
+        for b in bots:
+            batch.hget(self.store.keys.bot(b), "owner")
+        return {b: ratings.owner_of({"owner": o}, b)
+                for b, o in zip(bots, batch.execute(), strict=True)} if bots else {}
 
     # --- keys: one hash tag per ladder ------------------------------------------------------
 
@@ -430,7 +473,10 @@ class Ladders:
             "waiting_since": entry.get("since") if state == WAITING else None,
             "reason": entry.get("reason"),
             "rating": {**ratings.shown(rating), "games": rating["games"],
-                       "wins": rating["wins"]},
+                       "wins": rating["wins"],
+                       "provisional": ratings.provisional(rraw and rating,
+                                                          self.provisional_games,
+                                                          self.provisional_owners)},
         }
 
     # --- matching ----------------------------------------------------------------------------
@@ -505,6 +551,7 @@ class Ladders:
             "created": int(time.time()), "creator": None, "move_limit": lad.move_limit,
             "ladder": {"name": lad.name, "match": mid, "claimed": match["at"]},
         }
+        deals.seal(meta, chosen=False)  # a random seed, committed to (docs/ratings.md)
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status),
                                       game_id=self.store.derived_id("ladder", lad.name, mid))
@@ -568,9 +615,11 @@ class Ladders:
             if late:
                 self._pause(name, mid, late, gid)
             return False
-        winner_team = game.state.winner
-        if winner_team is None:
+        if game.state.winner is None:
             return False
+        sides = match["sides"]
+        owners = self.owners(sides)
+        plan = ladder_plan(game, sides, owners)
         scores = list(game.state.scores)
         outs = timeouts_by_bot(game)
         now = time.time()
@@ -581,34 +630,34 @@ class Ladders:
             raw = tx.hget(self.k_matches(name), mid)
             if raw is None or json.loads(raw).get("game") != gid:
                 return
-            sides = match["sides"]
             entries = tx.hmget(self.k_entries(name), sides)
             rates = tx.hmget(self.k_ratings(name), sides)
-            rs = [json.loads(r) if r else {**ratings.initial(), "games": 0, "wins": 0,
-                                           "form": ""} for r in rates]
-            w, lo = winner_team, 1 - winner_team
+            rs = [json.loads(r) if r else {**ratings.blank(), "form": ""} for r in rates]
+            w = plan["winner"]
             new = [dict(r) for r in rs]
-            nw, nl = ratings.rate(rs[w], rs[lo])
-            new[w].update(nw)
-            new[lo].update(nl)
+            if plan["rated"]:
+                lo = 1 - w
+                new[w], new[lo], _ = ratings.rate_published(
+                    rs[w], rs[lo], (owners[sides[w]], owners[sides[lo]]), now)
             tx.multi()
             tx.hdel(self.k_matches(name), mid)
-            result = {"game_id": gid, "at": now, "sides": sides, "winner": sides[w],
-                      "scores": scores}
-            tx.rpush(self.k_results(name), _dump(result))
-            tx.ltrim(self.k_results(name), -RESULTS_KEPT, -1)
+            if plan["rated"]:  # :results holds the rated games only, in rating order
+                result = {"game_id": gid, "at": now, "sides": sides, "winner": sides[w],
+                          "scores": scores, "forfeit": plan["forfeit"]}
+                tx.rpush(self.k_results(name), _dump(result))
+                tx.ltrim(self.k_results(name), -RESULTS_KEPT, -1)
             for i, bot in enumerate(sides):
                 won = i == w
                 r = new[i]
-                r["games"] = rs[i]["games"] + 1
-                r["wins"] = rs[i]["wins"] + (1 if won else 0)
-                r["form"] = (rs[i].get("form", "") + ("W" if won else "L"))[-FORM:]
-                tx.hset(self.k_ratings(name), bot, _dump(r))
+                if plan["rated"]:
+                    r["form"] = (rs[i].get("form", "") + ("W" if won else "L"))[-FORM:]
+                    tx.hset(self.k_ratings(name), bot, _dump(r))
                 tx.lpush(self.k_history(name, bot), _dump({
                     "game_id": gid, "finished": now, "opponent": sides[1 - i],
                     "won": won, "team": i, "scores": [scores[i], scores[1 - i]],
                     "timeouts": outs.get(bot, 0),
                     "before": [rs[i]["mu"], rs[i]["sigma"]], "after": [r["mu"], r["sigma"]],
+                    "forfeit": sides[i] in plan["forfeit"], "unrated": plan["unrated"],
                 }))
                 e = json.loads(entries[i]) if entries[i] else None
                 if e is None or e.get("match") != mid:
@@ -712,13 +761,18 @@ class Ladders:
         self.ladder(name)
         raw = {k.decode(): json.loads(v)
                for k, v in self.r.hgetall(self.k_ratings(name)).items()}
-        rows = sorted(raw.items(), key=lambda kv: (-ordinal(kv[1]), kv[0]))
+        pg, po = self.provisional_games, self.provisional_owners
+        rows = sorted(raw.items(), key=lambda kv: (ratings.provisional(kv[1], pg, po),
+                                                   -ordinal(kv[1]), kv[0]))
+        ranked = sum(1 for _, r in rows if not ratings.provisional(r, pg, po))
         start = cursor or 0
         page = rows[start:start + limit]
         names = self.store.bot_names([b for b, _ in page])
-        items = [{"rank": start + i + 1, "bot_id": b, "bot_name": names.get(b, ""),
+        items = [{"rank": start + i + 1 if start + i < ranked else None, "bot_id": b,
+                  "bot_name": names.get(b, ""),
                   **ratings.shown(r), "games": r["games"], "wins": r["wins"],
-                  "losses": r["games"] - r["wins"], "form": r.get("form", "")}
+                  "losses": r["games"] - r["wins"], "form": r.get("form", ""),
+                  "provisional": start + i >= ranked}
                  for i, (b, r) in enumerate(page)]
         more = start + limit < len(rows)
         return {"ladder": name, "items": items, "next_cursor": start + limit if more else None}
@@ -744,6 +798,7 @@ class Ladders:
             "timeouts": x["timeouts"],
             "before": ratings.shown({"mu": x["before"][0], "sigma": x["before"][1]}),
             "after": ratings.shown({"mu": x["after"][0], "sigma": x["after"][1]}),
+            "forfeit": bool(x.get("forfeit")), "unrated": x.get("unrated"),
         } for x in rows]
         more = start + limit < int(total)
         return {"ladder": name, "bot_id": bot, "games": int(total), "items": items,

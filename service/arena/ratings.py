@@ -13,6 +13,7 @@ that is proven. New bots start at mu = 25, sigma = 25/3 (ordinal 0).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from openskill.models import PlackettLuce
@@ -41,3 +42,92 @@ def shown(r: Rating) -> dict[str, Any]:
         "sigma": round(r["sigma"], 4),
         "ordinal": round(r["mu"] - 3 * r["sigma"], 4),
     }
+
+
+# --- published ratings: the leaderboard's and each ladder's (issue 23) ---------------------
+#
+# A published entry is the JSON value of one bot in ``{p}leaderboard`` or a ladder's
+# ``:ratings`` hash: ``mu``, ``sigma``, ``games``, ``wins`` (plus the ladder's ``form``) and
+# what the rules below need: ``owners`` (the distinct owners it has played rated games
+# against, at most ``OWNERS_KEPT``) and ``recent`` (opponent owner → unix seconds of its rated
+# games against that owner in the last ``SAME_OPPONENT_WINDOW_S``). See docs/ratings.md.
+
+DEFAULTS: dict[str, Any] = {
+    # rated games, and distinct opponent owners among them, before a bot is ranked
+    "ARENA_PROVISIONAL_GAMES": 10,
+    "ARENA_PROVISIONAL_OWNERS": 3,
+}
+SAME_OPPONENT_WINDOW_S = 86_400.0  # the k-th game against one owner within it weighs 1/k
+OWNERS_KEPT = 64  # distinct opponent owners remembered per entry (only "enough?" matters)
+
+
+def owner_of(bot: Mapping[Any, Any] | None, bot_id: str) -> str:
+    """A bot's owner: its hash's ``owner`` field, or the bot itself when it has none (the
+    field is written at registration by the owners' code; read here, never written)."""
+    raw = (bot or {}).get(b"owner") or (bot or {}).get("owner")
+    if isinstance(raw, bytes):
+        raw = raw.decode()
+    return raw or bot_id
+
+
+def blank() -> dict[str, Any]:
+    return {**initial(), "games": 0, "wins": 0, "owners": [], "recent": {}}
+
+
+def weight(entry: Mapping[str, Any], opponent_owner: str, at: float) -> float:
+    """1/k for the k-th rated game against ``opponent_owner`` within the window (this one
+    included): a result against the same opponent again tells less about a bot's play,
+    and is what a farm of throwing accounts is made of."""
+    recent = (entry.get("recent") or {}).get(opponent_owner) or ()
+    k = 1 + sum(1 for t in recent if at - float(t) < SAME_OPPONENT_WINDOW_S)
+    return 1.0 / k
+
+
+def scaled(before: Rating, after: Rating, w: float) -> Rating:
+    """The update from ``before`` to ``after`` taken with weight ``w`` (0..1): mu moves by w
+    of its change and sigma shrinks by w of its change, so a weight-½ game teaches half as
+    much as a full one."""
+    return {"mu": before["mu"] + w * (after["mu"] - before["mu"]),
+            "sigma": before["sigma"] + w * (after["sigma"] - before["sigma"])}
+
+
+def published(entry: dict[str, Any], new: Rating, won: bool, opponent_owner: str,
+              at: float) -> dict[str, Any]:
+    """``entry`` after one rated game (``new``: its rating after it, weighted already)."""
+    out = dict(entry)
+    out.update(new)
+    out["games"] = int(entry.get("games", 0)) + 1
+    out["wins"] = int(entry.get("wins", 0)) + (1 if won else 0)
+    owners = list(entry.get("owners") or [])
+    if opponent_owner not in owners and len(owners) < OWNERS_KEPT:
+        owners.append(opponent_owner)
+    out["owners"] = owners
+    recent = {o: [t for t in ts if at - float(t) < SAME_OPPONENT_WINDOW_S]
+              for o, ts in (entry.get("recent") or {}).items()}
+    recent.setdefault(opponent_owner, []).append(int(at))  # whole seconds: a smaller entry
+    out["recent"] = {o: ts for o, ts in recent.items() if ts}
+    return out
+
+
+def rate_published(winner: dict[str, Any], loser: dict[str, Any], owners: tuple[str, str],
+                   at: float, winner_moves: bool = True
+                   ) -> tuple[dict[str, Any], dict[str, Any], tuple[float, float]]:
+    """Both published entries after ``winner`` beat ``loser`` (``owners``: the winner's
+    owner, the loser's), each update weighted by its own count of recent games against
+    the other's owner. ``winner_moves`` False: only the loser's entry changes (a forfeit
+    whose winner has not shown it plays: see tournament_control). Returns the weights."""
+    w_w = weight(winner, owners[1], at)
+    w_l = weight(loser, owners[0], at)
+    full_w, full_l = rate(winner, loser)
+    new_w = published(winner, scaled(winner, full_w, w_w), True, owners[1], at) \
+        if winner_moves else winner
+    new_l = published(loser, scaled(loser, full_l, w_l), False, owners[0], at)
+    return new_w, new_l, (w_w, w_l)
+
+
+def provisional(entry: Mapping[str, Any] | None, games: int, owners: int) -> bool:
+    """Not yet ranked: fewer than ``games`` rated games, or against fewer than ``owners``
+    distinct owners."""
+    if not entry:
+        return True
+    return int(entry.get("games", 0)) < games or len(entry.get("owners") or ()) < owners

@@ -45,12 +45,15 @@ finished before it left keep their results and ratings. A forfeited game is **wo
 opponent** (``won``, ``lost``, ``played`` and the match score count it; the match of a
 pairing in which an entrant forfeited any game goes to the other entrant, 1 – 0, or to
 nobody when both forfeited) — provided the opponent has made a move of its own somewhere
-in the tournament (``shown``): a forfeit is won by nobody while its opponent has not, so
-of two bots that never connect, the one that outlasts the other under the no-show rule
-wins nothing either. It **adds no points, hands, timeouts or matchpoints to anyone**
-(the other tables of its deal are compared among themselves), and **is not rated**:
-neither the tournament ratings nor the leaderboard move (``rating`` null; it still has its
-place in ``recorded``). Rated games are games both entrants played.
+in the tournament (``shown``) or is still in it (``credited``, issue 23: an entrant whose
+opponent left before its own first decision had nothing to decide and wins those
+games); an opponent that has itself left without ever moving wins nothing. It **adds no
+points, hands, timeouts or matchpoints to anyone** (the other tables of its deal are
+compared among themselves), but it **is rated** (issue 23, docs/ratings.md): a rated loss
+for the entrant that forfeited, in the tournament's ratings and on the leaderboard, and a
+rated win for a credited opponent (an opponent not credited keeps its rating; a game
+both forfeited moves no rating). Forfeiting is therefore never a way to protect a
+rating.
 
 **Absent from a finished game.** The same forfeit applies, whatever the settings, to a game
 that came to its end while every decision of one side (at least one) was played by the move
@@ -171,10 +174,21 @@ def shown(doc: dict[str, Any]) -> set[str]:
     return out
 
 
+def credited(doc: dict[str, Any]) -> set[str]:
+    """Entrants credited with a forfeit's win: those that have made a move of their own
+    (``shown``), and those still in the tournament (issue 23). An entrant whose opponent
+    left before its own first decision — disqualified, withdrawn, or a no-show on a turn
+    that came first — had nothing to decide yet, and wins those games; only an entrant
+    that has left without ever moving is never credited (so of two bots that never play,
+    the one the no-show rule puts out second still wins nothing once it is out too)."""
+    out = out_of(doc)
+    return shown(doc) | {e["bot_id"] for e in doc["entrants"] if e["bot_id"] not in out}
+
+
 def credit(doc: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
-    """A shown tournament's games (``_detail``): a forfeit's winner that has not moved yet
-    in the tournament is shown as no winner (see ``shown``)."""
-    who = shown(doc)
+    """A shown tournament's games (``_detail``): a forfeit's winner that is not credited
+    (see ``credited``) is shown as no winner."""
+    who = credited(doc)
     for rnd in rounds:
         for game in rnd["games"]:
             if game.get("forfeit") and game["winner"] not in who:

@@ -6,8 +6,11 @@ deal's seed, and — once scheduled — the game id and, once played, the result
 ratings after every recorded game and a snapshot of them after every round. Other keys:
 ``{p}tours:all`` (sorted set by creation sequence, for listing), ``{p}tours:seq``,
 ``{p}tours:running`` (set of open tournaments, which the sweeper re-checks) and
-``{p}leaderboard`` (hash: bot id → JSON global rating over all tournament games) and
-``{p}embargoed`` (set of shared deals not yet finished at every table: see below).
+``{p}leaderboard`` (hash: bot id → JSON global rating over all tournament games),
+``{p}embargoed`` (set of shared deals not yet finished at every table: see below),
+``{p}tours:seeds`` (set of every tournament seed used, permanent: a seed is never reused
+unless ``trusted``, ``_claim_seed``) and ``{p}ratings:version`` (the rating rules the
+published ratings follow: ``service.arena.rating_migration``).
 
 **Never twice, never skipped.** Every change to a tournament is one optimistic
 transaction, ``advance``: WATCH the document (and the leaderboard), read it and the games
@@ -129,6 +132,14 @@ ratings once every earlier slot's has (``_rate_in_slot_order``). Each game publi
 place in that order, ``recorded`` (1, 2, ... — equal to slot + 1), and both entrants'
 ratings before and after it, so anyone can recompute every rating from the tournament's
 detail alone (``tests/service/test_tournament_order_and_limits.py`` does).
+
+**Issue 23's rules** (docs/ratings.md, ``rating_plan``): a forfeit is a rated loss for the
+entrant that forfeited (and a rated win for a credited opponent); a game both forfeited,
+or between bots of one owner (the bot hash's ``owner``), is not rated. The leaderboard's
+update of the *k*-th game against one owner within a day is weighted 1/*k*
+(``ratings.rate_published``), and a bot is listed as provisional, unranked, until it has
+``ARENA_PROVISIONAL_GAMES`` rated games against ``ARENA_PROVISIONAL_OWNERS`` owners; a
+suspended bot is left off. The tournament's own ratings are not weighted.
 """
 
 from __future__ import annotations
@@ -147,7 +158,7 @@ from typing import Any
 
 import redis
 
-from service.arena import knockout, ratings
+from service.arena import deals, knockout, ratings
 from service.arena import tournament_control as control
 from service.arena.games import Arena
 from service.arena.status import ACTIVE, FINISHED, deadline_for, embargo_key, status_of, turn_bot
@@ -438,6 +449,42 @@ def game_result(game: Game) -> dict[str, Any] | None:
     return result
 
 
+def rating_plan(doc: dict[str, Any], slot: dict[str, Any], owners: Mapping[str, str],
+                credited: AbstractSet[str]) -> tuple[str, str, bool] | None:
+    """How a recorded game enters the ratings (docs/ratings.md): (winner, loser, whether
+    the winner's rating moves), or None when it is not rated — and then ``slot["unrated"]``
+    says why. The same rule for a live ``advance`` and for the migration's replay."""
+    result = slot["result"]
+    a, b = slot["teams"]
+    if owners.get(a, a) == owners.get(b, b):
+        slot["unrated"] = "same_owner"  # one owner's bots: a result nobody could trust
+        return None
+    forfeit = result.get("forfeit")
+    if forfeit is not None and len(forfeit) == 2:
+        slot["unrated"] = "both_forfeited"  # nobody played: nothing to learn
+        return None
+    if result.get("winner") is None:
+        slot["unrated"] = "no_winner"
+        return None
+    slot.pop("unrated", None)
+    winner = slot["teams"][result["winner"]]
+    loser = slot["teams"][1 - result["winner"]]
+    return winner, loser, forfeit is None or winner in credited
+
+
+def ratings_after(doc: dict[str, Any], round_no: int) -> dict[str, ratings.Rating]:
+    """Everyone's tournament rating after the rated games of rounds 1 .. ``round_no``: each
+    entrant's rating after its last rated slot there (slots are rated in slot order). Not
+    simply the ratings now: an entrant that leaves forfeits its games of later rounds at
+    once, and those rated losses belong to their own rounds' snapshots."""
+    rates = {e["bot_id"]: ratings.initial() for e in doc["entrants"]}
+    for rnd in doc["rounds"][:round_no]:
+        for slot in rnd["slots"]:
+            for bot, (_m0, _s0, mu, sigma) in zip(slot["teams"], slot.get("rating") or ()):
+                rates[bot] = {"mu": mu, "sigma": sigma}
+    return rates
+
+
 _COUNTERS = ("played", "won", "lost", "hands_won", "points_for", "points_against",
              "timeouts", "byes", "comparisons", "forfeits")
 
@@ -451,7 +498,7 @@ def standings(doc: dict[str, Any]) -> list[dict[str, Any]]:
         for e in control.entrants_out(doc)
     }
     left = doc.get("out") or {}
-    shown = control.shown(doc)
+    shown = control.credited(doc)  # who may be credited with a forfeit's win
     for rnd in doc["rounds"]:
         for b in rnd["byes"] if round_complete(rnd) else ():
             if rnd["round"] > left.get(b, {}).get("rounds_done", rnd["round"]):
@@ -556,6 +603,9 @@ class Tournaments:
         # a cluster, so their WATCH/MULTI is one slot (service.storage.keys)
         self.p = arena.store.tours_prefix
         arena.on_finish.append(self._game_finished)
+        # when a bot is ranked (docs/ratings.md); the app sets them from its config
+        self.provisional_games = int(ratings.DEFAULTS["ARENA_PROVISIONAL_GAMES"])
+        self.provisional_owners = int(ratings.DEFAULTS["ARENA_PROVISIONAL_OWNERS"])
 
     def key(self, tid: str) -> str:
         return f"{self.p}tour:{tid}"
@@ -605,6 +655,7 @@ class Tournaments:
         too_big = size_errors(body)  # TournamentCreate refuses it first (the contract)
         if too_big:
             raise Problem("validation", next(iter(too_big.values()))[0], errors=too_big)
+        self._claim_seed(settings, body.get("seed") is not None, trusted)
         tid = secrets.token_hex(6)
         warnings = swiss_warnings(settings, n)
         doc: dict[str, Any] = {
@@ -640,6 +691,28 @@ class Tournaments:
         pipe.execute()
         self.advance(tid)
         return self.detail(tid)
+
+    @property
+    def seeds_key(self) -> str:
+        return f"{self.p}tours:seeds"
+
+    def _claim_seed(self, settings: dict[str, Any], chosen: bool, trusted: bool) -> None:
+        """A tournament's seed fixes every deal, and it is public once the tournament is
+        over, so an earlier tournament's seed would replay deals someone has seen: refused
+        (409 ``seed-reused``) unless ``trusted`` (the organizer's own comparisons). The
+        set of used seeds is permanent (``{p}tours:seeds``: one member per tournament, no
+        expiry). A random seed that happens to be used already is drawn again."""
+        for _ in range(ATTEMPTS):
+            if self.r.sadd(self.seeds_key, settings["seed"]) or trusted:
+                return
+            if chosen:
+                raise Problem("seed-reused", f"seed {settings['seed']} was used by an earlier "
+                              "tournament, whose deals are public once it is over; omit it "
+                              "(random) or create the tournament with trusted: true",
+                              errors={"seed": ["used by an earlier tournament"]})
+            settings["seed"] = secrets.randbelow(MAX_SEED + 1)
+        raise Problem("service-unavailable", "no unused seed found; retry",
+                      headers={"Retry-After": "1"})
 
     @staticmethod
     def _add_round(doc: dict[str, Any], pairs: list[tuple[str, str]], byes: list[str]) -> None:
@@ -780,6 +853,7 @@ class Tournaments:
         ratings take the games in slot order, whichever table finished first, so they
         are a function of the results alone. Each game keeps its place in that order
         (``recorded``) and both entrants' ratings before and after it (``rating``)."""
+        step: dict[str, Any] = {}  # owners and credited entrants, read once per pass
         for rnd in doc["rounds"]:
             for slot in rnd["slots"]:
                 if slot.get("recorded") is not None or slot["status"] == control.VOID:
@@ -788,29 +862,51 @@ class Tournaments:
                     return  # a later result waits for this one
                 doc["recorded"] += 1
                 slot["recorded"] = doc["recorded"]
-                self._rate(pipe, doc, slot, lb_updates)
+                if not step:
+                    step["owners"] = self._owners([e["bot_id"] for e in doc["entrants"]])
+                    step["credited"] = control.credited(doc)
+                self._rate(pipe, doc, slot, lb_updates, step["owners"], step["credited"])
 
     def _rate(self, pipe: Any, doc: dict[str, Any], slot: dict[str, Any],
-              lb_updates: dict[str, dict[str, Any]]) -> None:
-        result = slot["result"]
-        if "forfeit" in result:
-            return  # a forfeit moves no rating (service.arena.tournament_control)
-        winner = slot["teams"][result["winner"]]
-        loser = slot["teams"][1 - result["winner"]]
+              lb_updates: dict[str, dict[str, Any]], owners: Mapping[str, str],
+              credited: AbstractSet[str]) -> None:
+        """One recorded game into the tournament's ratings and the leaderboard, under the
+        rules of docs/ratings.md: a forfeit is a rated loss for the side that forfeited
+        (a win for its opponent only when credited); a game both forfeited, or between
+        bots of one owner, is not rated (``unrated`` says why)."""
+        at = time.time()
+        plan = rating_plan(doc, slot, owners, credited)
+        if plan is None:
+            return
+        lb = {b: self._lb_entry(pipe, b, lb_updates) for b in slot["teams"]}
+        winner, loser, winner_moves = plan
         rates = doc["ratings"]
         before = [dict(rates[b]) for b in slot["teams"]]
-        rates[winner], rates[loser] = ratings.rate(rates[winner], rates[loser])
+        new_w, new_l = ratings.rate(rates[winner], rates[loser])
+        if winner_moves:
+            rates[winner] = new_w
+        rates[loser] = new_l
         slot["rating"] = [[r["mu"], r["sigma"], rates[b]["mu"], rates[b]["sigma"]]
                           for b, r in zip(slot["teams"], before, strict=True)]
-        for bot in (winner, loser):
-            if bot not in lb_updates:
-                raw = pipe.hget(self.lb_key, bot)  # immediate: the pipeline is watching
-                lb_updates[bot] = (json.loads(raw) if raw else
-                                   {**ratings.initial(), "games": 0, "wins": 0})
-        w, lo = lb_updates[winner], lb_updates[loser]
-        new_w, new_l = ratings.rate(w, lo)
-        w.update(new_w, games=w["games"] + 1, wins=w["wins"] + 1)
-        lo.update(new_l, games=lo["games"] + 1)
+        slot["rated_at"] = at
+        lb_updates[winner], lb_updates[loser], _ = ratings.rate_published(
+            lb[winner], lb[loser], (owners[winner], owners[loser]), at, winner_moves)
+
+    def _lb_entry(self, pipe: Any, bot: str, lb_updates: dict[str, dict[str, Any]]
+                  ) -> dict[str, Any]:
+        if bot not in lb_updates:
+            raw = pipe.hget(self.lb_key, bot)  # immediate: the pipeline is watching
+            lb_updates[bot] = json.loads(raw) if raw else ratings.blank()
+        return lb_updates[bot]
+
+    def _owners(self, bots: Sequence[str]) -> dict[str, str]:
+        """Each bot's owner (read from the bot hashes, outside the watched transaction:
+        another slot in a cluster, and an owner never changes)."""
+        batch = self.store.r.pipeline(transaction=False)
+        for b in bots:
+            batch.hget(self.store.keys.bot(b), "owner")
+        return {b: ratings.owner_of({"owner": o}, b)
+                for b, o in zip(bots, batch.execute(), strict=True)}
 
     def _close_rounds(self, doc: dict[str, Any]) -> bool:
         changed = False
@@ -825,7 +921,8 @@ class Tournaments:
                         return True  # a level match plays a tiebreak pair first
                     doc["history"].append({
                         "round": rnd["round"],
-                        "ratings": {b: ratings.shown(r) for b, r in doc["ratings"].items()},
+                        "ratings": {b: ratings.shown(r)
+                                    for b, r in ratings_after(doc, rnd["round"]).items()},
                     })
                     changed = True
             # every round so far is complete
@@ -871,6 +968,7 @@ class Tournaments:
             "creator": None,
             "tournament": {"id": doc["id"], "slot": slot["slot"], "round": slot["round"]},
         }
+        deals.seal(meta, chosen=False)  # derived from the tournament's seed: committed to
         rnd = doc["rounds"][slot["round"] - 1]
         if len(tables_of(rnd, slot)) > 1:
             # its cards are dealt at another table too: embargoed until all have finished
@@ -1009,13 +1107,36 @@ class Tournaments:
         return out
 
     def leaderboard(self) -> dict[str, Any]:
+        """Every bot with a leaderboard entry, ranked ones first by ordinal (then bot id);
+        a provisional bot (too few rated games, or against too few distinct owners) is
+        listed after them with ``rank`` null; a suspended bot is left off (docs/ratings.md)."""
         raw = {k.decode(): json.loads(v) for k, v in self.r.hgetall(self.lb_key).items()}
-        names = self.store.bot_names(list(raw))
-        items = []
-        for bot, r in raw.items():
-            items.append({"bot_id": bot, "bot_name": names.get(bot, ""),
-                          **ratings.shown(r), "games": r["games"], "wins": r["wins"]})
-        items.sort(key=lambda i: (-i["ordinal"], i["bot_id"]))
-        for i, item in enumerate(items, 1):
-            item["rank"] = i
-        return {"items": items}
+        return {"items": published_rows(self.store, raw, self.provisional_games,
+                                        self.provisional_owners)}
+
+
+def published_rows(store: Any, raw: dict[str, dict[str, Any]], games: int, owners: int
+                   ) -> list[dict[str, Any]]:
+    """The leaderboard's rows from its entries (bot id → entry): see ``leaderboard``."""
+    ids = sorted(raw)
+    batch = store.r.pipeline(transaction=False)
+    for b in ids:
+        batch.hmget(store.keys.bot(b), ["name", "suspended"])
+    found = dict(zip(ids, batch.execute(), strict=True)) if ids else {}
+    items = []
+    for bot, r in raw.items():
+        name, suspended = found.get(bot) or (None, None)
+        if suspended:
+            continue  # suspended by the operator: off the leaderboard while it lasts
+        items.append({"bot_id": bot, "bot_name": name.decode() if name else "",
+                      **ratings.shown(r), "games": r["games"], "wins": r["wins"],
+                      "provisional": ratings.provisional(r, games, owners)})
+    items.sort(key=lambda i: (i["provisional"], -i["ordinal"], i["bot_id"]))
+    rank = 0
+    for item in items:
+        if item["provisional"]:
+            item["rank"] = None
+        else:
+            rank += 1
+            item["rank"] = rank
+    return items

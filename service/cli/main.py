@@ -130,6 +130,16 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     return run(args, variants.changed())
 
 
+def _cmd_migrate(args: argparse.Namespace) -> int:
+    from service.arena.rating_migration import migrate
+    from service.http.app import create_app
+
+    app = create_app({"ARENA_RATINGS_MIGRATE": "0"})  # REDIS_URL, ARENA_KEY_PREFIX, ladders
+    out = migrate(app.extensions["tournaments"], app.extensions["ladders"], force=args.force)
+    print(json.dumps(out, sort_keys=True))
+    return 1 if out.get("busy") else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="allfours", description="All Fours Arena")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -249,6 +259,23 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--invitation", default=None,
                      help="the operator's owner invitation code (admission 'invite')")
     reg.set_defaults(func=_cmd_register)
+    mig = sub.add_parser(
+        "migrate", help="bring stored data up to this version's rules",
+        description="Run a versioned, idempotent migration against the service's Redis "
+        "(REDIS_URL, ARENA_KEY_PREFIX, ARENA_LADDERS from the environment). Prints what it "
+        "did as JSON.")
+    mig_sub = mig.add_subparsers(dest="migration", required=True)
+    mig_r = mig_sub.add_parser(
+        "ratings", help="replay every rated tournament and ladder result under the current "
+        "rating rules (docs/ratings.md)",
+        description="Recompute the leaderboard, every tournament's ratings and every ladder's "
+        "ratings from the stored results under the current rules (forfeits rated, one owner's "
+        "games unrated, same-opponent weighting). Does nothing if they follow the current "
+        "rules already (the key {prefix}ratings:version) unless --force. Best run with the "
+        "service stopped (a serving instance runs it once at startup).")
+    mig_r.add_argument("--force", action="store_true",
+                       help="replay even if the ratings are current (gives the same ratings)")
+    mig_r.set_defaults(func=_cmd_migrate)
     from service.cli.tournament import add_arguments as tournament_arguments
 
     tour = sub.add_parser(

@@ -793,8 +793,9 @@ RANKING_HELP = (
     "Forfeits: an entrant that withdraws, falls under --no-show or reaches "
     "--max-timeouts leaves and forfeits its live and unplayed games, and a side whose "
     "every move in a finished game was played by the clock forfeits that game: the "
-    "opponent wins it (nobody, if both forfeit or it never moved), it adds no points, "
-    "hands or matchpoints and moves no rating (tournament or leaderboard)."
+    "opponent wins it (nobody, if both forfeit or it left without ever moving), it adds "
+    "no points, hands or matchpoints, and it is a rated loss for the side that forfeited "
+    "(docs/ratings.md)."
 )
 
 

@@ -15,6 +15,7 @@ from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
 from service import metrics
+from service.arena import rating_migration
 from service.arena.callbacks import DEFAULTS as CALLBACK_DEFAULTS
 from service.arena.callbacks import Callbacks
 from service.arena.games import Arena
@@ -22,6 +23,7 @@ from service.arena.invitations import DEFAULTS as INVITATION_DEFAULTS
 from service.arena.ladder import DEFAULTS as LADDER_DEFAULTS
 from service.arena.ladder import Ladders
 from service.arena.owners import DEFAULTS as OWNER_DEFAULTS
+from service.arena.ratings import DEFAULTS as RATING_DEFAULTS
 from service.arena.tournaments import Tournaments
 from service.http import (
     callback_routes,
@@ -47,6 +49,11 @@ DEFAULTS: dict[str, Any] = {
     # requests per window per bot (or per address without a token), failed
     # authentications per address, trusted proxies: see service/http/limits.py; 0: off
     **limits.DEFAULTS,
+    # when a bot's rating is ranked (provisional until then): service/arena/ratings.py
+    **RATING_DEFAULTS,
+    # "1": at startup, replay the published ratings under the current rules if they follow
+    # older ones (once: service/arena/rating_migration.py); "0": only `allfours migrate ratings`
+    "ARENA_RATINGS_MIGRATE": "1",
     **LADDER_DEFAULTS,  # the ladders and their matchmaking: see service/arena/ladder.py
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     # seconds a stream's write may take before the stream is dropped (a slow consumer)
@@ -117,8 +124,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     arena.wakeups.client = redis_client.listener(app.config["REDIS_URL"], redis_timeout, mode)
     arena.wakeups.confirm_s = redis_timeout
     arena.configure(app.config)  # owners and invitations with this deployment's settings
-    arena.tournaments = app.extensions["tournaments"] = Tournaments(arena)
-    arena.ladders = app.extensions["ladders"] = Ladders(arena, app.config)
+    tournaments = arena.tournaments = app.extensions["tournaments"] = Tournaments(arena)
+    tournaments.provisional_games = int(app.config["ARENA_PROVISIONAL_GAMES"])
+    tournaments.provisional_owners = int(app.config["ARENA_PROVISIONAL_OWNERS"])
+    ladders = arena.ladders = app.extensions["ladders"] = Ladders(arena, app.config)
+    if str(app.config["ARENA_RATINGS_MIGRATE"]) != "0":  # once per rules version
+        rating_migration.ensure(tournaments, ladders)
     callbacks = app.extensions["callbacks"] = Callbacks(arena, app.config)
     arena.on_status.append(callbacks.game_changed)
     arena.invitations.on_invite.append(callbacks.invited)

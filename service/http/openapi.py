@@ -419,7 +419,7 @@ def main() -> int:
     """``python -m service.http.openapi``: print the spec (the app is built without Redis I/O)."""
     from service.http.app import create_app  # here, not at the top: app imports this module
 
-    sys.stdout.write(spec_yaml(create_app()))
+    sys.stdout.write(spec_yaml(create_app({"ARENA_RATINGS_MIGRATE": "0"})))  # reads only
     return 0
 
 

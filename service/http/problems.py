@@ -43,6 +43,7 @@ KINDS: dict[str, tuple[int, str]] = {
     "suspended": (403, "The operator has suspended this bot or its owner"),
     "owner-admission": (403, "This service admits no new owner this way"),
     "invitation-refused": (403, "That bot accepts no invitations from you"),
+    "seed-reused": (409, "That seed was used by an earlier tournament"),
     "seat-taken": (409, "That seat is already taken"),
     "game-not-started": (409, "The game is waiting for players"),
     "not-your-turn": (409, "It is not your turn"),

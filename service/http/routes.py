@@ -633,13 +633,15 @@ def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     "creates the games itself as earlier ones finish; "
     "entrants find them through `GET /bots/me/turns`. Needs the admin token "
     f"(`ARENA_ADMIN_TOKEN`). At most {MAX_GAMES} games in all (pairings x rounds x "
-    "games per pairing): more is a 422 naming the field that would bring it within the limit.",
+    "games per pairing): more is a 422 naming the field that would bring it within the limit. "
+    "A `seed` an earlier tournament used is refused, 409 `seed-reused` (its deals are "
+    "public once that tournament is over), unless `trusted` (docs/ratings.md).",
     tags=("tournaments",),
     body=s.TournamentCreate,
     response=s.Tournament,
     status=201,
     auth="admin",
-    errors=(403, 404),
+    errors=(403, 404, 409),
     example={"name": "weekly", "format": "round_robin",
              "entrants": ["3f9a1c2b7d10", "8e7d6c5b4a39", "0a1b2c3d4e5f", "7c6b5a493827"],
              "players": 2, "games_per_pairing": 2, "duplicate": True,
@@ -794,8 +796,9 @@ def resume_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
     description="The entrant leaves the tournament (`withdrawn`): each of its live games "
     "ends at once and is forfeited, and so is every game of it not yet played. A forfeited "
     "game is won by the opponent (won, lost, played and the match score count it), adds no "
-    "points, hands, timeouts or matchpoints to anyone and moves no rating (tournament or "
-    "leaderboard). Games it finished before keep their results. The same happens to an "
+    "points, hands, timeouts or matchpoints to anyone, and is a rated loss for the entrant "
+    "that left (tournament and leaderboard; docs/ratings.md). Games it finished before keep "
+    "their results. The same happens to an "
     "entrant under the no-show rule (`no_show`) or disqualified after `max_timeouts`. "
     "Only the entrant's own token may withdraw it (403 `forbidden-entrant`); a repeat "
     "answers the tournament as it is; a finished or cancelled tournament is 409 "

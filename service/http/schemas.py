@@ -375,6 +375,19 @@ GAME_STATUS = ["waiting", "active", "finished"]
 STATUS_DOC = "waiting: open seats; active: being played; finished: over"
 
 
+SEED_CHOSEN_DOC = (
+    "true: the game's creator chose its seed (`seed` in `POST /games`), which fixes the "
+    "cut and every deal, so the creator may know every hand; such a game is never rated. "
+    "Shown from the creation on, before anyone joins (docs/ratings.md)")
+SEED_COMMITMENT_DOC = (
+    "for a random seed: hex sha256(salt ‖ seed as decimal ASCII), published at the "
+    "creation; once the game is over the view and the record show `seed` and `seed_salt` "
+    "(hex) so anyone can check the deal was fixed before play. Null for a chosen seed "
+    "(and for a game older than the field)")
+SEED_SALT_DOC = ("hex, only once the game is over (with `seed`): the secret salt of "
+                 "`seed_commitment`; null for a chosen seed")
+
+
 class GameSummary(Out):
     id = fields.Str(required=True, metadata={"example": "a1b2c3d4e5f6"})
     version = fields.Int(required=True)
@@ -407,6 +420,9 @@ class GameSummary(Out):
     cancelled = one_of(["declined", "expired"], allow_none=True, metadata={
         "description": "why a game that never started is over (`status` finished, no "
         "winner): an invited bot declined, or an invitation expired; else null"})
+    seed_chosen = fields.Bool(required=True, metadata={"description": SEED_CHOSEN_DOC})
+    seed_commitment = fields.Str(required=True, allow_none=True,
+                                 metadata={"description": SEED_COMMITMENT_DOC})
 
 
 class GameList(Out):
@@ -517,6 +533,9 @@ class View(Out):
                                   metadata={"description": "what the previous hand scored"})
     winner = fields.Int(required=True, allow_none=True,
                         metadata={"description": "the winning team, once over"})
+    seed_chosen = fields.Bool(required=True, metadata={"description": SEED_CHOSEN_DOC})
+    seed_commitment = fields.Str(required=True, allow_none=True,
+                                 metadata={"description": SEED_COMMITMENT_DOC})
     hands = fields.List(
         fields.List(card()),
         metadata={"description": "only once the game is over: per seat, the cards it still "
@@ -526,6 +545,7 @@ class View(Out):
                   "and played is in the record"},
     )
     seed = fields.Int(metadata={"description": "the seed, once the game is over"})
+    seed_salt = fields.Str(allow_none=True, metadata={"description": SEED_SALT_DOC})
     move_limit = fields.Float(required=True, allow_none=True,
                               metadata={"description": "seconds per decision, or null"})
     deadline = fields.Float(
@@ -669,6 +689,7 @@ class Record(Out):
 
     players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
     seed = fields.Int(metadata={"description": "only once the game is over"})
+    seed_salt = fields.Str(allow_none=True, metadata={"description": SEED_SALT_DOC})
     variants = fields.Nested(VariantsOut, required=True)
     teams = fields.List(fields.List(fields.Int()), required=True)
     cut = fields.List(fields.List(fields.Nested(CutCard)), required=True, metadata={
@@ -917,7 +938,8 @@ NO_SHOW_DOC = (
     "its live games it is its turn and nothing has been played for this long, or the game "
     "started this long ago and every one of its moves there (at least one) was played by "
     "the move clock. An entrant that leaves forfeits its live and unplayed games: won by "
-    "the opponent, no points, hands or matchpoints for anyone, not rated.")
+    "the opponent, no points, hands or matchpoints for anyone; a rated loss for the "
+    "entrant that forfeited (docs/ratings.md).")
 MAX_TIMEOUTS_DOC = (
     "disqualification: an entrant leaves the tournament (`disqualified`) once the move "
     "clock has played this many of its moves over the whole tournament; it forfeits its "
@@ -971,7 +993,8 @@ class TournamentCreate(Strict):
         metadata={"description": "the entrants may see a deal twice: duplicate deals are "
                   "played as twins within a pairing, the same two entrants with the teams "
                   "swapped, so each entrant holds its opponent's cards in the twin. Only for "
-                  "bots you trust not to use what one game showed in the other"},
+                  "bots you trust not to use what one game showed in the other. Also lets "
+                  "`seed` repeat an earlier tournament's (otherwise 409 `seed-reused`)"},
     )
     rounds = JsonInt(validate=validate.Range(1, MAX_ROUNDS),
                      metadata={"description": f"swiss only; default ceil(log2(entrants)); 1 to "
@@ -983,7 +1006,9 @@ class TournamentCreate(Strict):
     parallel = JsonInt(validate=validate.Range(1, 256), load_default=8,
                        metadata={"description": "at most this many of its games at once"})
     seed = JsonInt(validate=validate.Range(0, 2**63 - 1),
-                   metadata={"description": "fixes every deal; random when omitted"})
+                   metadata={"description": "fixes every deal; random when omitted. An "
+                             "earlier tournament's seed is refused (409 `seed-reused`: its "
+                             "deals are public once it is over) unless `trusted`"})
     no_show = JsonNumber(
         allow_none=True, validate=validate.Range(1, 86400),
         metadata={"description": NO_SHOW_DOC + " Omitted: 600; null: no such rule"})
@@ -1081,14 +1106,15 @@ class TournamentGame(Out):
                                 "a game never started)"})
     winner = fields.Str(required=True, allow_none=True, metadata={
         "description": "bot id; null while not done, when both entrants forfeited, or when "
-        "the entrant that did not forfeit has made no move of its own in the tournament "
-        "(yet): a forfeit is won only by an entrant that has played"})
+        "the entrant that did not forfeit has itself left the tournament without a move of "
+        "its own: a forfeit is won by an entrant that has played or is still in"})
     forfeit = fields.List(fields.Str(), required=True, allow_none=True, metadata={
         "description": "the entrants that forfeited this game (one, or both): they left the "
         "tournament (withdrawn, no_show, disqualified) before it ended or was played, or "
         "every one of their decisions in it was played by the move clock. The other entrant "
-        "wins it (if it has made a move of its own in the tournament); it adds no points, "
-        "hands, timeouts or matchpoints and moves no rating. "
+        "wins it (if it has made a move of its own in the tournament or is still in it); it "
+        "adds no points, hands, timeouts or matchpoints, and is a rated loss for who "
+        "forfeited (not rated when both did). "
         "Null: not forfeited"})
     scores = fields.List(fields.Int(), required=True, allow_none=True)
     hands_won = fields.List(fields.Int(), required=True, allow_none=True)
@@ -1102,7 +1128,9 @@ class TournamentGame(Out):
     rating = fields.List(fields.Nested(lambda: GameRating()), required=True, allow_none=True,
                          metadata={"description": "per team (as in teams), the entrant's "
                                    "tournament rating before and after this game; null "
-                                   "until it is rated (see recorded)"})
+                                   "until it is rated (see recorded), and for good when it "
+                                   "is not rated: a game between bots of one owner, or one "
+                                   "both entrants forfeited (docs/ratings.md)"})
 
 
 class GameRating(Out):
@@ -1281,12 +1309,21 @@ class Standings(Out):
                           metadata={"description": "everyone's rating after each round"})
 
 
+PROVISIONAL_DOC = (
+    "true until the bot has played `ARENA_PROVISIONAL_GAMES` rated games (default 10) "
+    "against `ARENA_PROVISIONAL_OWNERS` distinct owners (default 3): its rating is shown "
+    "but not ranked (`rank` null; listed after the ranked bots). See docs/ratings.md")
+
+
 class LeaderboardRow(RatingOut):
-    rank = fields.Int(required=True)
+    rank = fields.Int(required=True, allow_none=True, metadata={
+        "description": "1 is best, by ordinal (then bot id); null while provisional"})
     bot_id = fields.Str(required=True)
     bot_name = fields.Str(required=True)
-    games = fields.Int(required=True)
+    games = fields.Int(required=True, metadata={
+        "description": "rated games (forfeits included: a rated loss for who forfeited)"})
     wins = fields.Int(required=True)
+    provisional = fields.Bool(required=True, metadata={"description": PROVISIONAL_DOC})
 
 
 class Leaderboard(Out):
@@ -1403,6 +1440,7 @@ class LadderPageQuery(Strict):
 class LadderRating(RatingOut):
     games = fields.Int(required=True)
     wins = fields.Int(required=True)
+    provisional = fields.Bool(required=True, metadata={"description": PROVISIONAL_DOC})
 
 
 class LadderEntry(Out):
@@ -1454,8 +1492,10 @@ class LadderDetail(LadderSummary):
 
 
 class LadderStandingRow(RatingOut):
-    rank = fields.Int(required=True, metadata={
-        "description": "1 is best: by ordinal (higher first), then bot id"})
+    rank = fields.Int(required=True, allow_none=True, metadata={
+        "description": "1 is best: by ordinal (higher first), then bot id; null while "
+        "provisional (listed after the ranked bots)"})
+    provisional = fields.Bool(required=True, metadata={"description": PROVISIONAL_DOC})
     bot_id = fields.Str(required=True)
     bot_name = fields.Str(required=True)
     games = fields.Int(required=True)
@@ -1487,6 +1527,12 @@ class LadderGame(Out):
     timeouts = fields.Int(required=True, metadata={"description": "yours in this game"})
     before = fields.Nested(RatingOut, required=True)
     after = fields.Nested(RatingOut, required=True)
+    forfeit = fields.Bool(required=True, metadata={
+        "description": "you forfeited it: every decision of yours was played by the move "
+        "clock (a rated loss, whatever the score; docs/ratings.md)"})
+    unrated = fields.Str(required=True, allow_none=True, metadata={
+        "description": "why the game moved no rating (`same_owner`, `both_forfeited`), "
+        "or null: it was rated"})
 
 
 class LadderHistory(Out):

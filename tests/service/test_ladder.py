@@ -90,7 +90,7 @@ def test_join_read_leave_and_the_problems(api):
     assert r.status_code == 200 and r.json["state"] == "waiting"
     assert r.json["games_left"] == 2 and r.json["waiting_since"] is not None
     assert r.json["rating"] == {"mu": 25.0, "sigma": 8.3333, "ordinal": 0.0, "games": 0,
-                                "wins": 0}
+                                "wins": 0, "provisional": True}
     queue = api.c.get("/ladders/quick").json["queue"]
     assert [q["bot_id"] for q in queue] == [bot]
     again = join(api, token)  # idempotent: the count is set anew
@@ -151,6 +151,7 @@ def test_two_bots_are_matched_play_and_are_rated_exactly_once(api, lad):
 
 
 def test_standings_and_history_are_paginated(api, lad):
+    lad.provisional_games = lad.provisional_owners = 0  # every rated bot ranked at once
     rng = random.Random(3)
     bots = dict(api.bot(n) for n in ("a", "b", "c"))
     for token in bots.values():
@@ -188,11 +189,12 @@ def test_ratings_match_a_replay_of_the_results(api, lad):
         made = lad.pass_once()
         for gid in made:
             play_game(api, gid, bots, rng)
-    replay = {b: ratings.initial() for b in bots}
+    replay = {b: ratings.blank() for b in bots}  # each bot its own owner
     for res in lad.results("quick"):
         w = res["winner"]
         lo = next(b for b in res["sides"] if b != w)
-        replay[w], replay[lo] = ratings.rate(replay[w], replay[lo])
+        replay[w], replay[lo], _ = ratings.rate_published(replay[w], replay[lo], (w, lo),
+                                                          res["at"])
     table = {r["bot_id"]: r for r in api.c.get("/ladders/quick/standings").json["items"]}
     assert len(lad.results("quick")) == 6 and all(r["games"] == 3 for r in table.values())
     for b, r in replay.items():

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from service.arena import deals
 from service.arena.games import view_of
 from service.arena.status import ACTIVE, FINISHED, WAITING
 from service.engine import Variants, apply, legal_actions, new_game, seat_view, spectator_view
@@ -34,7 +35,12 @@ def schema_view(game: Game, engine_view: dict[str, Any], version: int, status: s
         "deadline": deadline,
         "time_left": round(max(0.0, deadline - now), 3) if deadline is not None else None,
         "updated_at": updated,
+        # issue 23, fair deals: always said; the salt only with the seed, once over
+        "seed_chosen": bool(game.meta.get("seed_chosen")),
+        "seed_commitment": game.meta.get("seed_commitment"),
     }
+    if "seed" in engine_view:
+        view["seed_salt"] = game.meta.get("seed_salt")
     if status != ACTIVE:
         view["legal_actions"] = []
     return SCHEMA.dump(view)
@@ -56,6 +62,7 @@ def test_view_fields_match_the_schema(players, move_limit, variants):
         names = ["alpha", None, "béta \"q\"", "béta \"q\""][:players]
         meta: dict[str, Any] = {"players": players, "seed": seed, "seats": seats,
                                 "names": names}
+        deals.seal(meta, chosen=rng.random() < 0.5)  # a chosen seed, or a committed one
         if move_limit is not None:
             meta["move_limit"] = move_limit
         state, _ = new_game(players, seed, Variants.from_dict(variants))

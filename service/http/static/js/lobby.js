@@ -42,7 +42,9 @@ function leaderboard(rows) {
   const head = el("tr", {}, ...["#", "Bot", "Rating", "±", "Games", "Wins"].map((h, i) =>
     el("th", { scope: "col", class: i >= 2 ? "num" : "", text: h })));
   const body = rows.map((r) => el("tr", { dataset: { botId: r.bot_id } },
-    el("td", { text: String(r.rank) }), el("td", { text: r.bot_name }),
+    // a provisional bot (too few rated games or owners met: docs/ratings.md) is not ranked
+    el("td", r.rank == null ? { text: "–", title: "provisional" } : { text: String(r.rank) }),
+    el("td", { text: r.bot_name }),
     el("td", { class: "num", text: r.mu.toFixed(1), title: `ordinal ${r.ordinal.toFixed(1)}` }),
     el("td", { class: "num pm", text: r.sigma.toFixed(1) }),
     el("td", { class: "num", text: String(r.games) }), el("td", { class: "num", text: String(r.wins) })));
