@@ -109,6 +109,15 @@ class Keys:
     def rate(self, who: str, window: int) -> str:
         return f"{self.p}rl:{who}:{window}"
 
+    def quota(self, who: str, window: int) -> str:
+        """A creation quota's counter (``service.http.quotas``), expiring with its window."""
+        return f"{self.p}quota:{who}:{window}"
+
+    def owner(self, owner_id: str) -> str:
+        """An owner's record (written by ``service.arena.owners``; read here only to keep
+        it once one of its bots has played)."""
+        return f"{self.p}owner:{owner_id}"
+
     @property
     def tours_prefix(self) -> str:
         """The prefix of every tournament key (and the embargo set and the leaderboard):
