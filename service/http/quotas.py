@@ -39,8 +39,8 @@ QUOTA_WINDOW = 3600  # seconds: "per hour"
 # its 64 entrants, people on the page) and one address still cannot fill the memory; the
 # measured cost of each creation is in docs/operations.md.
 QUOTA_BOTS = 100  # per client: the largest tournament (64 entrants) and then some
-QUOTA_GAMES = 600  # per bot: a new game every 6 s for an hour (a bot's own test matches)
-QUOTA_CLIENT_GAMES = 1200  # per client: two such bots, or many bots playing less
+QUOTA_GAMES = 300  # per bot: a new game every 12 s for an hour (a bot's own test matches)
+QUOTA_CLIENT_GAMES = 600  # per client: two such bots, or many bots playing less
 QUOTA_HOUSE_GAMES = 60  # per client and per bot: a game a minute; a game to 7 takes longer
 
 DEFAULTS: dict[str, Any] = {

@@ -29,6 +29,7 @@ if KEYS[7] and KEYS[7] ~= '' then
   if n == 1 then redis.call('PEXPIRE', KEYS[7], tonumber(ARGV[13]) * 1000) end
   if n > tonumber(ARGV[14]) then return {3, n, redis.call('PTTL', KEYS[7])} end
 end
+local ttl = tonumber(ARGV[20]) or 0
 local v = redis.call('HGET', KEYS[1], 'version')
 if not v then return {-1, 0} end
 if ARGV[18] ~= '' then
@@ -72,15 +73,27 @@ local new_turn = ''
 if ARGV[8] ~= ARGV[9] then
   if ARGV[8] ~= '' then redis.call('SREM', KEYS[4] .. ARGV[8] .. ':turns', ARGV[10]) end
   if ARGV[9] ~= '' then
-    redis.call('SADD', KEYS[4] .. ARGV[9] .. ':turns', ARGV[10])
+    local turns = KEYS[4] .. ARGV[9] .. ':turns'
+    local left = redis.call('TTL', turns)
+    redis.call('SADD', turns, ARGV[10])
     new_turn = ARGV[9]
+    -- the set lives at least as long as each casual game in it, and for ever once a
+    -- kept game (ttl 0) is in it: a set of an account that expires goes with it
+    if ttl > 0 and (left == -2 or (left >= 0 and left < ttl)) then
+      redis.call('EXPIRE', turns, ttl)
+    elseif ttl == 0 and left >= 0 then
+      redis.call('PERSIST', turns)
+    end
   end
+elseif ARGV[9] ~= '' and ttl > 0 then  -- still its turn (it holds the next seat too)
+  local turns = KEYS[4] .. ARGV[9] .. ':turns'
+  local left = redis.call('TTL', turns)
+  if left >= 0 and left < ttl then redis.call('EXPIRE', turns, ttl) end
 end
 local msg = nv .. ':' .. (ARGV[12] or '') .. ':' .. new_turn
 if ARGV[2] ~= '' and ARGV[3] == '' then
   msg = msg .. ':' .. ARGV[5] .. ':' .. ARGV[11] .. ':' .. ARGV[16] .. ':' .. ARGV[2]
 end
-local ttl = tonumber(ARGV[20]) or 0
 if old ~= ARGV[5] and ARGV[5] == 'finished' then
   local grace = tonumber(ARGV[7])
   if ttl > 0 and ttl < grace then grace = ttl end
@@ -155,6 +168,7 @@ return out
 # ``Store.bot_turns`` and ``Store.reconcile`` read as the truth. The indexes are moved by
 # the store around it (``service.storage.keys``). Returns as ``COMMIT`` (never 3).
 COMMIT_CLUSTER = """
+local ttl = tonumber(ARGV[20]) or 0
 local v = redis.call('HGET', KEYS[1], 'version')
 if not v then return {-1, 0} end
 if ARGV[18] ~= '' then
@@ -190,7 +204,6 @@ local msg = nv .. ':' .. (ARGV[12] or '') .. ':' .. new_turn
 if ARGV[2] ~= '' and ARGV[3] == '' then
   msg = msg .. ':' .. ARGV[5] .. ':' .. ARGV[11] .. ':' .. ARGV[16] .. ':' .. ARGV[2]
 end
-local ttl = tonumber(ARGV[20]) or 0
 if old ~= ARGV[5] and ARGV[5] == 'finished' then
   local grace = tonumber(ARGV[7])
   if ttl > 0 and ttl < grace then grace = ttl end
@@ -236,6 +249,21 @@ if n >= tonumber(ARGV[1]) then return {0, redis.call('PTTL', KEYS[1])} end
 n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 1000) end
 return {1, n}
+"""
+
+# Single Redis: a new game's turn entry (``Store.add_game``, in its MULTI). KEYS[1] the bot's
+# turn set, ARGV[1] the game id, ARGV[2] the game's retention ('0': kept). The set's expiry
+# as ``COMMIT`` keeps it: at least each casual game's in it, none once a kept game is.
+TURN_ADD = """
+local left = redis.call('TTL', KEYS[1])
+redis.call('SADD', KEYS[1], ARGV[1])
+local ttl = tonumber(ARGV[2])
+if ttl > 0 and (left == -2 or (left >= 0 and left < ttl)) then
+  redis.call('EXPIRE', KEYS[1], ttl)
+elseif ttl == 0 and left >= 0 then
+  redis.call('PERSIST', KEYS[1])
+end
+return 1
 """
 
 # KEYS[1] a quota's counter: one taken back (``Store.give_back_quota``), if the counter is

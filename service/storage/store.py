@@ -83,6 +83,7 @@ from service.storage.scripts import (
     RATE,
     READ,
     READ_CLUSTER,
+    TURN_ADD,
     TURNS,
 )
 
@@ -183,6 +184,7 @@ class Store:
             self._read = client.register_script(READ)
             self._auth = client.register_script(AUTH)
             self._turns = client.register_script(TURNS)
+            self._turn_add = client.register_script(TURN_ADD)
         # ARENA_FAILPOINT: the process exits (``os._exit``) at that point of a two-step
         # update, for the tests that show the indexes heal (``service.storage.keys``).
         # a cluster client's hot commands go straight to the node that owns the key's
@@ -326,7 +328,8 @@ class Store:
             keys = [self.keys.bot(b)]
             if digest:
                 keys.append(self.keys.token(digest.decode()))
-            if person:
+            if person:  # with its sets of games (a set of a live game's turn, too)
+                keys += [self.keys.bot_turns(b), self.keys.bot_games(b)]
                 if self.retention.person_s:
                     for k in keys:
                         pipe.expire(k, self.retention.person_s)
@@ -553,7 +556,8 @@ class Store:
         pipe.zadd(self.keys.index("all"), {game_id: seq})
         pipe.zadd(self.keys.index(status), {game_id: seq})
         if turn_bot:
-            pipe.sadd(self.keys.bot_turns(turn_bot), game_id)
+            self._turn_add(keys=[self.keys.bot_turns(turn_bot)], args=[game_id, ttl],
+                           client=pipe)
             pipe.publish(self.game_channel(game_id), f"1::{turn_bot}")
         return Game(game_id, 1, status, meta, state_json, "", deadline, updated)
 
