@@ -9,7 +9,7 @@ and ``allfours serve`` on it with every default except the retention, which is
 ``ARENA_PERSON_TTL``, ``ARENA_GAME_RETENTION``, ``ARENA_PERSON_GAME_RETENTION``,
 ``ARENA_WAITING_GAME_TTL``, ``ARENA_IDLE_GAME_TTL``), so that the end of the retention is
 seen within the run. Then, from one address (loopback), as fast as 16 keep-alive
-connections go:
+connections go (waiting for the request budget's next 10 s window between attacks):
 
 1. ``attack_bots``: ``--bots`` anonymous ``POST /bots``;
 2. ``attack_games``: ``--games`` ``POST /games`` (a 2-player game left waiting) spread over
@@ -61,7 +61,8 @@ RETENTION = ("ARENA_BOT_UNUSED_TTL", "ARENA_PERSON_TTL", "ARENA_GAME_RETENTION",
 FAMILIES = [
     ("game", re.compile(r"game:[^:]+$")), ("game:idem", re.compile(r"game:[^:]+:idem$")),
     ("bot", re.compile(r"bot:[^:]+$")), ("bot:turns", re.compile(r"bot:[^:]+:(turns|games)$")),
-    ("token", re.compile(r"token:")), ("games index", re.compile(r"games:")),
+    ("token", re.compile(r"token:")), ("games:seq", re.compile(r"games:seq$")),
+    ("games index", re.compile(r"games:")),
     ("deadlines", re.compile(r"deadlines$")), ("rate counter", re.compile(r"rl:")),
     ("quota counter", re.compile(r"quota:")), ("house", re.compile(r"house")),
 ]
@@ -203,7 +204,8 @@ def after_retention(r: redis.Redis, baseline: dict[str, Any], retention_s: float
     def left() -> dict[str, Any]:
         made = diff(baseline, snapshot(r))
         made["by_family"] = {k: v for k, v in made["by_family"].items()
-                             if k not in ("quota counter", "rate counter", "house")}
+                             if k not in ("quota counter", "rate counter", "house",
+                                          "games:seq")}
         return made
 
     now = left()
@@ -221,12 +223,20 @@ def after_retention(r: redis.Redis, baseline: dict[str, Any], retention_s: float
             "counters_left_with_expiry": counters}
 
 
+def next_window(window_s: int = 10) -> None:
+    """Wait for the request budget's next window (``ARENA_RATE_WINDOW``, fixed windows of
+    unix time): each attack meets the quotas with a budget of its own."""
+    time.sleep(window_s - time.time() % window_s + 0.1)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bots", type=int, default=10_000)
     ap.add_argument("--games", type=int, default=2000)
     ap.add_argument("--house-games", type=int, default=1000)
-    ap.add_argument("--retention", type=int, default=20, help="seconds, every retention")
+    ap.add_argument("--retention", type=int, default=90,
+                    help="seconds, every retention (longer than the attacks take, so that "
+                    "what they stored is counted before it expires)")
     ap.add_argument("--port", type=int, default=7620)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="abuse-storage-") as tmp:
@@ -244,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
             wait_until(lambda: r.exists(f"{PREFIX}house:alive"), 90, "the house bots")
             baseline = snapshot(r)
             bots, tokens = attack_bots(r, args.port, args.bots)
+            next_window()
             games = attack_games(r, args.port, tokens, args.games)
+            next_window()
             house = attack_house(r, args.port, args.house_games)
             gone = after_retention(r, baseline, args.retention, 6 * args.retention + 60)
             print(json.dumps({"bench": "abuse_storage", "address": "127.0.0.1",

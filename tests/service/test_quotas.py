@@ -86,7 +86,7 @@ def test_exactly_the_quota_is_let_through_under_concurrency(key_prefix, redis_cl
 def test_games_per_bot_and_per_client(key_prefix, redis_client, keys):
     app = make(key_prefix, ARENA_QUOTA_GAMES=2, ARENA_QUOTA_CLIENT_GAMES=3)
     api = Api(app.test_client())
-    a, ta = api.bot("a")
+    _, ta = api.bot("a")
     b, tb = api.bot("b")
     for _ in range(2):
         api.game(ta, 2)

@@ -126,7 +126,7 @@ def test_a_finished_casual_game_expires_then_leaves_no_index_entry(
     app = make(key_prefix, ARENA_GAME_RETENTION=3)
     api = Api(app.test_client())
     gid, tokens = api.table(2, seed=5)
-    other, other_tokens = api.table(2, seed=6)  # a live game: kept
+    other, _ = api.table(2, seed=6)  # a live game: kept
     api.play_out(gid, tokens, random.Random(1), limit=5000)
     # gets its retention with the commit that finished it
     assert 0 < redis_client.ttl(keys.game(gid)) <= 3
