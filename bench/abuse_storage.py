@@ -234,9 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bots", type=int, default=10_000)
     ap.add_argument("--games", type=int, default=2000)
     ap.add_argument("--house-games", type=int, default=1000)
-    ap.add_argument("--retention", type=int, default=90,
-                    help="seconds, every retention (longer than the attacks take, so that "
-                    "what they stored is counted before it expires)")
+    ap.add_argument("--retention", type=int, default=45,
+                    help="seconds, every retention: longer than an attack takes (what it "
+                    "stored is counted before it expires), shorter than the house games' "
+                    "move limit (60 s: a house game whose person never moves is played by "
+                    "the clock until it ends, so it idles out only if its idle expiry is "
+                    "shorter)")
     ap.add_argument("--port", type=int, default=7620)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="abuse-storage-") as tmp:
