@@ -425,6 +425,9 @@ class Service:
         try:
             self.gunicorn, self.port = start_service(redis_port, args.workers, tmp / "log", {
                 "ARENA_KEY_PREFIX": "connbench:", "ARENA_RATE_LIMIT": "0",
+                # thousands of bots and games from one address: the creation quotas off
+                "ARENA_QUOTA_BOTS": "0", "ARENA_QUOTA_GAMES": "0",
+                "ARENA_QUOTA_CLIENT_GAMES": "0",
                 "ARENA_ACCESS_LOG": "0", "ARENA_LOG_LEVEL": "warning",
                 "ARENA_WORKER_CONNECTIONS": str(args.worker_connections), **settings})
             wait_until(lambda: len(children(self.gunicorn.pid)) == args.workers, 30, "workers")

@@ -136,6 +136,9 @@ def start_service(
     return harness.start_service(redis_port, workers, log, {
         "ARENA_KEY_PREFIX": prefix,
         "ARENA_RATE_LIMIT": str(10**9),
+        # the creation quotas stay on as deployed too (their count is measured), out of reach
+        "ARENA_QUOTA_BOTS": str(10**9), "ARENA_QUOTA_GAMES": str(10**9),
+        "ARENA_QUOTA_CLIENT_GAMES": str(10**9),
         "ARENA_LOG_LEVEL": "warning",
         "ARENA_RETRY_GRACE": str(BENCH_RETRY_GRACE_S),
         "ARENA_OWNERS_PER_NETWORK": "0",  # benches register many bots from one machine

@@ -100,6 +100,7 @@ def main() -> None:
     port = free_port()
     env = {**os.environ, "REDIS_URL": args.redis, "ARENA_KEY_PREFIX": prefix,
            "ARENA_RATE_LIMIT": "0", "ARENA_HOUSE_BOTS": "0", "ARENA_ACCESS_LOG": "0",
+           "ARENA_QUOTA_BOTS": "0",  # --bots per round, every round, from one address
            "ARENA_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT),
            # the bots are owners of their own (a ladder never matches one owner's),
            # all from this machine: no per-network cap on owners

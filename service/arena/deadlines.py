@@ -26,7 +26,11 @@ Default actions (documented in ``openapi.yaml``): the least committal legal choi
   in the order clubs, diamonds, hearts, spades.
 
 The sweeper also re-checks open tournaments every ``REPAIR_S`` seconds (a crash between
-finishing a game and scheduling the next is repaired there; see ``service.arena.tournaments``).
+finishing a game and scheduling the next is repaired there; see ``service.arena.tournaments``),
+and every ``RETAIN_S`` seconds runs the retention pass: casual games expire on their own
+(their keys' TTL, set by the commit that gives them their status), and the pass removes
+their entries from the game indexes (``Store.forget_expired``, a batch a pass, going
+round ``games:all``; any number of sweepers at once, as a removal of what is gone is).
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ REPAIR_S = 2.0  # how often open tournaments are re-checked
 # read meanwhile): a pass reads every live game, so not every repair pass.
 RECONCILE_S = 30.0
 LEASE_S = 10.0  # a claimed entry is retried by any sweeper after this long
+# How often the retention pass looks at the next batch of ``games:all`` (1,000 entries):
+# 12,000 entries a minute per worker, a round of a million games in under 1.5 hours per
+# worker, for one pipelined EXISTS per entry.
+RETAIN_S = 5.0
 
 
 def default_action(state: State) -> int:
@@ -72,13 +80,18 @@ class Sweeper(BackgroundLoop):
     log = logging.getLogger(__name__)
 
     def __init__(self, arena: Arena, tournaments: Tournaments | None = None,
-                 sweep_s: float = SWEEP_S, repair_s: float = REPAIR_S) -> None:
+                 sweep_s: float = SWEEP_S, repair_s: float = REPAIR_S,
+                 retain_s: float = RETAIN_S) -> None:
         super().__init__()
         self.arena = arena
         self.tournaments = tournaments
         self.sweep_s = sweep_s
         self.repair_s = repair_s
+        self.retain_s = retain_s
         self._next_reconcile = 0.0
+        self._next_retain = 0.0
+        self._retain_after = 0  # where in ``games:all`` the next retention pass goes on
+        self._suspects: set[str] = set()  # cluster: games seen missing once
 
     def sweep_once(self, now: float | None = None) -> int:
         """Claim the due deadlines and apply their default actions; how many applied."""
@@ -109,10 +122,19 @@ class Sweeper(BackgroundLoop):
             self.tournaments.advance_all()
         self.arena.invitations.expire_due()  # games whose invitations went unanswered
 
+    def retain_once(self) -> int:
+        """One batch of the retention pass (see the module docstring): entries removed."""
+        self._retain_after, removed = self.arena.store.forget_expired(
+            self._retain_after, suspects=self._suspects)
+        return removed
+
     def pass_once(self) -> None:
         self.sweep_once()
         if self.due(self.repair_s):
             self.repair_once()
+        if self.retain_s and time.monotonic() >= self._next_retain:
+            self._next_retain = time.monotonic() + self.retain_s
+            self.retain_once()
 
     def idle_s(self) -> float:
         return self.sweep_s

@@ -240,7 +240,14 @@ class Arena(Waiting):
     def announce_status(self, game: Game, status: str) -> None:
         """Tell the ``on_status`` hooks (the webhook bots' start and end notifications)
         that ``game`` has just become ``status``. Public because games are also started
-        outside this class: by a tournament's step and by the ladder's matchmaker."""
+        outside this class: by a tournament's step and by the ladder's matchmaker.
+        A game that starts keeps its bots for ever (``Store.bots_played``): until then a
+        registered bot expires (``Retention.bot_unused_s``)."""
+        if status == ACTIVE:
+            try:
+                self.store.bots_played(game.seats)
+            except Exception:  # the next game it starts keeps it (and it has days)
+                log.exception("could not keep the bots of game %s", game.id)
         for hook in self.on_status:
             try:
                 hook(game, status)
@@ -419,9 +426,12 @@ class Arena(Waiting):
         }
         self.invitations.prepare(meta, invited)
         deals.seal(meta, chosen=body.get("seed") is not None)  # issue 23: fair deals
+        persons = self.store.persons(named)
+        if persons:  # kept for less once finished (``Store.game_ttl``)
+            meta["person"] = 1
         if body.get("move_limit"):
             meta["move_limit"] = body["move_limit"]
-        elif any(self.store.is_person(b) for b in set(named) if b):
+        elif persons:
             meta["move_limit"] = self.person_move_limit
         game = self.store.create_game(meta, state, status, turn_bot(state, seats, status),
                                       deadline_for(meta, state, status))
@@ -605,8 +615,10 @@ class Arena(Waiting):
             names = list(game.meta["names"])
             names[seat] = self.store.bot_names([bot_id]).get(bot_id)
             meta = {**game.meta, "seats": seats, "names": names}
-            if not meta.get("move_limit") and self.store.is_person(bot_id):
-                meta["move_limit"] = self.person_move_limit
+            if self.store.is_person(bot_id):
+                meta["person"] = 1  # kept for less once finished (``Store.game_ttl``)
+                if not meta.get("move_limit"):
+                    meta["move_limit"] = self.person_move_limit
             deadline = deadline_for(meta, state, status)
             updated = commit_time()
             code, value = self.store.commit(

@@ -73,7 +73,7 @@ def ensure_accounts(store: Store) -> dict[tuple[str, str], tuple[str, str]]:
             field = _field(strategy, role)
             raw = store.r.hget(key, field)
             if raw is None or store.get_bot(raw.decode()) is None:
-                bot, _ = store.create_bot(account_name(strategy, role))
+                bot, _ = store.create_bot(account_name(strategy, role), permanent=True)
                 # Two house processes starting at once: the first account written wins.
                 store.r.hsetnx(key, field, bot["id"])
                 raw = store.r.hget(key, field)

@@ -409,6 +409,7 @@ class Ladders:
         """Queue ``bot`` (idempotent: joining again updates the game count and resumes a
         paused bot; a bot in a game stays in it)."""
         self.ladder(name)
+        self.store.bots_played([bot])  # entered: kept for ever (service.storage.store)
         now = time.time()
 
         def decide(tx: Tx) -> None:

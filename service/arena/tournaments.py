@@ -627,6 +627,7 @@ class Tournaments:
         if unknown:
             msg = f"no such bot: {', '.join(unknown)}"
             raise Problem("not-found", msg, errors={"entrants": [msg]})
+        self.store.bots_played(entrants)  # entered: kept for ever (service.storage.store)
         try:
             variants = Variants.from_dict(body.get("variants") or {})
         except Exception as exc:

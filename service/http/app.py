@@ -32,13 +32,26 @@ from service.http import (
     limits,
     observe,
     pages,
+    quotas,
     routes,
     security_headers,
 )
 from service.http.openapi import spec_yaml
 from service.http.problems import register_error_handlers
 from service.storage import redis_client
-from service.storage.store import RETRY_GRACE_S, Store, pending_hit
+from service.storage.store import RETRY_GRACE_S, Retention, Store, pending_hit
+
+_KEPT = Retention()
+# What clients create and how long it is kept, seconds (0: for ever): the reasons are in
+# service/storage/store.py ``Retention`` and docs/operations.md "What is kept"
+RETENTION_DEFAULTS: dict[str, int] = {
+    "ARENA_BOT_UNUSED_TTL": _KEPT.bot_unused_s,
+    "ARENA_PERSON_TTL": _KEPT.person_s,
+    "ARENA_GAME_RETENTION": _KEPT.game_s,
+    "ARENA_PERSON_GAME_RETENTION": _KEPT.person_game_s,
+    "ARENA_WAITING_GAME_TTL": _KEPT.waiting_s,
+    "ARENA_IDLE_GAME_TTL": _KEPT.idle_s,
+}
 
 DEFAULTS: dict[str, Any] = {
     "REDIS_URL": "redis://127.0.0.1:6379/0",
@@ -54,6 +67,10 @@ DEFAULTS: dict[str, Any] = {
     # "1": at startup, replay the published ratings under the current rules if they follow
     # older ones (once: service/arena/rating_migration.py); "0": only `allfours migrate ratings`
     "ARENA_RATINGS_MIGRATE": "1",
+    # bots, games and house games created per hour per client address / bot; 0: off
+    # (service/http/quotas.py)
+    **quotas.DEFAULTS,
+    **RETENTION_DEFAULTS,
     **LADDER_DEFAULTS,  # the ladders and their matchmaking: see service/arena/ladder.py
     "ARENA_SSE_KEEPALIVE": 5.0,  # seconds between ": keep-alive" comments
     # seconds a stream's write may take before the stream is dropped (a slow consumer)
@@ -115,7 +132,14 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     client = redis_client.connect(
         app.config["REDIS_URL"], redis_timeout,
         redis_client.pool_size(int(app.config["ARENA_WORKER_CONNECTIONS"])), mode)
-    store = Store(client, app.config["ARENA_KEY_PREFIX"], int(app.config["ARENA_RETRY_GRACE"]))
+    cfg = app.config
+    retention = Retention(
+        bot_unused_s=int(cfg["ARENA_BOT_UNUSED_TTL"]), person_s=int(cfg["ARENA_PERSON_TTL"]),
+        game_s=int(cfg["ARENA_GAME_RETENTION"]),
+        person_game_s=int(cfg["ARENA_PERSON_GAME_RETENTION"]),
+        waiting_s=int(cfg["ARENA_WAITING_GAME_TTL"]), idle_s=int(cfg["ARENA_IDLE_GAME_TTL"]))
+    store = Store(client, cfg["ARENA_KEY_PREFIX"], int(cfg["ARENA_RETRY_GRACE"]),
+                  retention=retention)
     arena = app.extensions["arena"] = Arena(store, float(app.config["ARENA_SSE_KEEPALIVE"]))
     arena.person_move_limit = float(app.config["ARENA_PERSON_MOVE_LIMIT"])
     arena.write_timeout_s = float(app.config["ARENA_SSE_WRITE_TIMEOUT"])

@@ -17,7 +17,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
 from service.http import callback_schemas as cs
-from service.http import limits
+from service.http import limits, quotas
 from service.http import schemas as s
 from service.http.problems import KINDS
 from service.http.routes import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
@@ -40,6 +40,18 @@ after {limits.AUTH_FAILURE_LIMIT} unknown tokens in {limits.AUTH_FAILURE_WINDOW}
 {limits.ADMIN_FAILURE_LIMIT} wrong admin tokens at the admin operation) every
 token from that address is refused with 429 and `Retry-After` until the window ends,
 before it is looked at.
+"""
+
+_QUOTAS = f"""
+**Creation quotas.** What a client creates is kept for days, so creating is counted too,
+per hour (`ARENA_QUOTA_WINDOW`): by default {quotas.QUOTA_BOTS} bots registered per client
+address (`ARENA_QUOTA_BOTS`), {quotas.QUOTA_GAMES} games created per bot and \
+{quotas.QUOTA_CLIENT_GAMES} per
+client address (`ARENA_QUOTA_GAMES`, `ARENA_QUOTA_CLIENT_GAMES`), {quotas.QUOTA_HOUSE_GAMES}
+house games per client address and per bot (`ARENA_QUOTA_HOUSE_GAMES`); an IPv6 client is
+its /64. Past one: 429 `/problems/rate-limited` with `Retry-After` (until the hour's window
+ends), and nothing is created. A bot that never plays expires after a week
+(`ARENA_BOT_UNUSED_TTL`); a finished casual game after 30 days (`ARENA_GAME_RETENTION`).
 """
 
 DESCRIPTION = """\
@@ -81,7 +93,7 @@ its token on every request). Where a token is optional (a game's view, `/turn`,
 is 401, never a quiet spectator view. Where a token is required, a missing or unknown
 one is 401; the admin operation answers 401 without a token and 403 with any other.
 
-""" + _RATES + """
+""" + _RATES + _QUOTAS + """
 Every view carries a `version`; send it back (`version` or `If-Match`) to refuse an action
 if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 `application/problem+json` (RFC 9457) with a stable `type`:

@@ -27,7 +27,7 @@ from service.arena.export import csv_table
 from service.arena.fanout import direct_socket
 from service.arena.games import Arena, dumps
 from service.arena.tournaments import MAX_GAMES, Tournaments
-from service.http import limits
+from service.http import limits, quotas
 from service.http import schemas as s
 from service.http.problems import Problem
 
@@ -380,6 +380,7 @@ def readyz() -> Response:
                           bot_id="$response.body#/id")},
 )
 def create_bot(bot_id: str | None, body: dict[str, Any]) -> Response:
+    quotas.bot_registration()
     bot = arena().register_bot(body["name"], body.get("person", False), owner_bot=bot_id,
                                address=limits.client_address(),
                                invitation=body.get("invitation"))
@@ -447,6 +448,7 @@ def get_bot(bot_id: str) -> Response:
     },
 )
 def create_game(bot_id: str, body: dict[str, Any]) -> Response:
+    quotas.game_creation(bot_id)
     game = arena().create_game(bot_id, body)
     return respond(sch(s.GameSummary), game, 201, {"Location": f"/games/{game['id']}"})
 
@@ -845,6 +847,7 @@ def create_house_game(bot_id: str | None, body: dict[str, Any]) -> Response:
     a = arena()
     seats = house.seats_for(a.store, bot_id, body["players"], body["opponent"],
                             body.get("partner"))
+    quotas.house_game(bot_id)  # after the 503 of no house: that creates nothing
     player = None
     if bot_id is None:
         player = a.register_bot(body["name"], person=True)

@@ -19,8 +19,34 @@ Cross-game indexes (each one key, so each in one slot, but not the game's):
 - ``{p}bot:{id}:turns``   (single Redis)    set of games where it is that bot's turn
 - ``{p}bot:{id}:games``   (cluster)         set of live games the bot sits in
 
-Per bot / per client (single-key operations only): ``{p}bot:{id}`` (hash),
-``{p}token:{sha256}`` -> bot id, ``{p}rl:{who}:{window}`` (rate counters).
+Per bot / per client (single-key operations only): ``{p}bot:{id}`` (hash; ``token`` its
+token's hash), ``{p}token:{sha256}`` -> bot id, ``{p}rl:{who}:{window}`` (rate counters),
+``{p}quota:{what}:{who}:{window}`` (creation quotas), ``{p}owner:{id}`` (an owner's record,
+``service.arena.owners``).
+
+**Expiry** (``Store.Retention``; every family and its reason in docs/operations.md, "What
+is kept, and for how long"). A key gets its TTL from the same script or transaction that
+writes it, so no written key is ever without one for a moment:
+
+- a bot and its token: ``bot_unused_s`` at registration (a person's account
+  ``person_s``); ``Store.bots_played`` PERSISTs both (and the owner's record) when the bot
+  is first seated in a game that starts (``Arena.announce_status``) or enters a tournament
+  or a ladder; a person's account is given ``person_s`` again at every game instead;
+- a casual game (no ``tournament``, no ``ladder`` in its meta) and its retry memory: the
+  TTL for the status it is written with (``Store.game_ttl``: waiting, idle, finished, a
+  person's finished game), set by ``add_game`` and by the commit script with the status
+  (``COMMIT``/``COMMIT_CLUSTER`` ARGV[20]); a tournament's or a ladder's game has none;
+- ``bot:{id}:turns``: at least each casual game's TTL in it, none once a kept game is
+  (``COMMIT``, ``TURN_ADD``); a person's sets expire with the account.
+
+**The retention pass** (``Store.forget_expired``, from the sweeper): the cross-game
+indexes are not a game's keys, so an expired game leaves its entries in them; the pass
+goes round ``games:all`` a batch at a time and removes, from it and every status index,
+the games whose hash is gone. Nothing else needs it: ``bot_turns`` drops a gone game when
+it reads the set (``TURNS`` on a single Redis; in a cluster it already did), and the
+sweeper drops a deadline entry whose game is gone when it falls due. In a cluster an
+index entry is written before its game (rule 1 below), so a game missing at one visit is a
+suspect, removed only if still missing at the next.
 
 Tournaments, the leaderboard and the embargo set are read and written together in one
 MULTI (WATCH on the tournament and the leaderboard): their keys share the tag
@@ -108,6 +134,15 @@ class Keys:
 
     def rate(self, who: str, window: int) -> str:
         return f"{self.p}rl:{who}:{window}"
+
+    def quota(self, who: str, window: int) -> str:
+        """A creation quota's counter (``service.http.quotas``), expiring with its window."""
+        return f"{self.p}quota:{who}:{window}"
+
+    def owner(self, owner_id: str) -> str:
+        """An owner's record (written by ``service.arena.owners``; read here only to keep
+        it once one of its bots has played)."""
+        return f"{self.p}owner:{owner_id}"
 
     @property
     def tours_prefix(self) -> str:

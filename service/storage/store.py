@@ -78,12 +78,17 @@ from service.storage.scripts import (
     COMMIT,
     COMMIT_CLUSTER,
     CREATE_CLUSTER,
+    GIVE_BACK,
+    QUOTA,
     RATE,
     READ,
     READ_CLUSTER,
+    TURN_ADD,
+    TURNS,
 )
 
-__all__ = ["GAME_CACHE_MAX", "Game", "GameCache", "PendingHit", "Store", "pending_hit"]
+__all__ = ["GAME_CACHE_MAX", "Game", "GameCache", "PendingHit", "Retention", "Store",
+           "pending_hit"]
 
 # The exit status of a process stopped at its ``ARENA_FAILPOINT``.
 FAILPOINT_EXIT = 86
@@ -92,6 +97,36 @@ FAILPOINT_EXIT = 86
 # any client's retries (``clients.api.RetryPolicy`` gives up within about a minute) and
 # than a Redis restart, short enough that finished games cost nothing after it.
 RETRY_GRACE_S = 600
+
+DAY_S = 86400
+
+
+@dataclass
+class Retention:
+    """How long what clients create is kept (seconds; 0: for ever). The reasons for each
+    default are in docs/operations.md ("What is kept, and for how long"); the keys they
+    apply to in ``service.storage.keys``."""
+
+    # ARENA_BOT_UNUSED_TTL: a bot registered but never seated in a game that started (nor
+    # entered in a tournament or ladder). A week: a bot author registers, then writes and
+    # debugs the bot over days; a weekend or two of silence is normal, a week is not.
+    bot_unused_s: int = 7 * DAY_S
+    # ARENA_PERSON_TTL: a person's account (the page's), counted again from every game it
+    # starts: a person who plays keeps it; the browser that forgot its token frees it.
+    person_s: int = 7 * DAY_S
+    # ARENA_GAME_RETENTION: a finished casual game (and its record, which is the game):
+    # a month, long enough to look a game up from a bot's logs or link it to a friend.
+    game_s: int = 30 * DAY_S
+    # ARENA_PERSON_GAME_RETENTION: a finished game a person's account sat in: a day, to
+    # look at the record after the game; anonymous visitors' games are the bulk of them.
+    person_game_s: int = DAY_S
+    # ARENA_WAITING_GAME_TTL: a casual game waiting for players, from its creation (each
+    # join counts it again): a day; an open seat nobody takes in a day is not wanted.
+    waiting_s: int = DAY_S
+    # ARENA_IDLE_GAME_TTL: a casual game under way, from its last change: a week without
+    # a move is a game its bots left (a game with a move limit moves by the clock).
+    idle_s: int = 7 * DAY_S
+
 
 @dataclass
 class PendingHit:
@@ -123,16 +158,22 @@ class Store:
     """
 
     def __init__(self, client: redis.Redis, prefix: str,
-                 retry_grace_s: int = RETRY_GRACE_S, cluster: bool | None = None) -> None:
+                 retry_grace_s: int = RETRY_GRACE_S, cluster: bool | None = None,
+                 retention: Retention | None = None) -> None:
         self.r = client
         self.p = prefix
         self.idem_grace_s = retry_grace_s
+        self.retention = retention or Retention()
+        # bots this process has seen kept for ever (``bots_played``): asked once
+        self._kept: set[str] = set()
         self.cluster = is_cluster(client) if cluster is None else cluster
         self.keys = Keys(prefix, self.cluster)
         # how the commit script publishes a game's change: to the game's shard in a
         # cluster (SPUBLISH, ``ShardedWakeups``), else to every subscriber
         self.publish = "SPUBLISH" if self.cluster and is_cluster(client) else "PUBLISH"
         self._rate = client.register_script(RATE)
+        self._quota = client.register_script(QUOTA)
+        self._give_back = client.register_script(GIVE_BACK)
         self._claim = client.register_script(CLAIM)
         if self.cluster:
             self._commit = client.register_script(COMMIT_CLUSTER)
@@ -142,6 +183,8 @@ class Store:
             self._commit = client.register_script(COMMIT)
             self._read = client.register_script(READ)
             self._auth = client.register_script(AUTH)
+            self._turns = client.register_script(TURNS)
+            self._turn_add = client.register_script(TURN_ADD)
         # ARENA_FAILPOINT: the process exits (``os._exit``) at that point of a two-step
         # update, for the tests that show the indexes heal (``service.storage.keys``).
         # a cluster client's hot commands go straight to the node that owns the key's
@@ -233,26 +276,82 @@ class Store:
 
     # --- bots ----------------------------------------------------------------------------
 
-    def create_bot(self, name: str, person: bool = False) -> tuple[dict[str, Any], str]:
+    def create_bot(self, name: str, person: bool = False, permanent: bool = False
+                   ) -> tuple[dict[str, Any], str]:
         """A new bot and its token; the token is returned here once and never stored.
         ``person``: the account is a person's (``is_person``). In a cluster the bot is
         written before its token (two slots): a crash between leaves an account nobody
-        can use, never a token without its bot."""
+        can use, never a token without its bot.
+
+        Both keys expire (``Retention.bot_unused_s``, a person's ``person_s``) unless the
+        bot plays (``bots_played``) or is ``permanent`` (the house's accounts). The bot
+        keeps its token's hash (``token``) so that its token key can be kept with it."""
         bot_id = secrets.token_hex(6)
         token = secrets.token_urlsafe(32)
+        digest = token_hash(token)
         created = int(time.time())
-        fields_: dict[str, Any] = {"name": name, "created": created}
+        fields_: dict[str, Any] = {"name": name, "created": created, "token": digest}
         if person:
             fields_["person"] = 1
+        ttl = 0 if permanent else (self.retention.person_s if person
+                                   else self.retention.bot_unused_s)
+        bot_key, token_key = self.keys.bot(bot_id), self.keys.token(digest)
+        pipe = self.r.pipeline(transaction=not self.cluster)
+        pipe.hset(bot_key, mapping=fields_)
+        if ttl:
+            pipe.expire(bot_key, ttl)
         if self.cluster:
-            self.r.hset(self.keys.bot(bot_id), mapping=fields_)
-            self.r.set(self.keys.token(token_hash(token)), bot_id)
-        else:
-            pipe = self.r.pipeline(transaction=True)
-            pipe.hset(self.keys.bot(bot_id), mapping=fields_)
-            pipe.set(self.keys.token(token_hash(token)), bot_id)
             pipe.execute()
+            pipe = self.r.pipeline(transaction=False)
+        pipe.set(token_key, bot_id, ex=ttl or None)
+        pipe.execute()
         return {"id": bot_id, "name": name, "created": created}, token
+
+    def bots_played(self, bot_ids: list[str | None]) -> None:
+        """``bot_ids`` have been seated in a game that started (or entered a tournament or
+        a ladder): a program's account, its token and its owner's record are kept from
+        now on (PERSIST: its games and ratings name it); a person's account is given
+        ``person_s`` again from now. Two round trips, once per bot and process (a person's:
+        at every game)."""
+        ids = sorted({b for b in bot_ids if b} - self._kept)
+        if not ids:
+            return
+        pipe = self.r.pipeline(transaction=False)
+        for b in ids:
+            pipe.hmget(self.keys.bot(b), "token", "owner", "person", "name")
+        rows = pipe.execute()
+        pipe = self.r.pipeline(transaction=False)
+        kept = []
+        for b, (digest, owner, person, name) in zip(ids, rows):
+            if name is None:
+                continue  # gone (or never was): nothing to keep
+            keys = [self.keys.bot(b)]
+            if digest:
+                keys.append(self.keys.token(digest.decode()))
+            if person:  # with its sets of games (a set of a live game's turn, too)
+                keys += [self.keys.bot_turns(b), self.keys.bot_games(b)]
+                if self.retention.person_s:
+                    for k in keys:
+                        pipe.expire(k, self.retention.person_s)
+                continue
+            keys.append(self.keys.owner(owner.decode() if owner else b))
+            for k in keys:
+                pipe.persist(k)
+            kept.append(b)
+        pipe.execute()
+        if len(self._kept) >= TOKEN_CACHE_MAX:
+            self._kept.clear()
+        self._kept.update(kept)
+
+    def persons(self, bot_ids: list[str | None]) -> set[str]:
+        """Which of ``bot_ids`` are persons' accounts (one round trip)."""
+        ids = sorted({b for b in bot_ids if b})
+        if not ids:
+            return set()
+        pipe = self.r.pipeline(transaction=False)
+        for b in ids:
+            pipe.hexists(self.keys.bot(b), "person")
+        return {b for b, p in zip(ids, pipe.execute()) if p}
 
     def get_bot(self, bot_id: str) -> dict[str, Any] | None:
         raw = self.r.hgetall(self.keys.bot(bot_id))
@@ -333,8 +432,10 @@ class Store:
         """Games where it is ``bot_id``'s turn. In a cluster: the bot's live games whose
         ``turn`` is the bot (read-repair: finished or missing games leave its set), and
         ``live`` (if given) gets the ids of those live games."""
-        if not self.cluster:
-            return sorted(m.decode() for m in self.r.smembers(self.keys.bot_turns(bot_id)))
+        if not self.cluster:  # without games that expired in the bot's turn (``TURNS``)
+            head, _, tail = self.game_key("\0").partition("\0")
+            return sorted(m.decode() for m in self._turns(keys=[self.keys.bot_turns(bot_id)],
+                                                           args=[head, tail]))
         key = self.keys.bot_games(bot_id)
         ids = sorted(m.decode() for m in self.r.smembers(key))
         if live is not None:
@@ -422,6 +523,7 @@ class Store:
                                    "version": 1, "log": "", "updated": _stamp(updated)}
         if deadline is not None:
             fields_["deadline"] = _score(deadline)
+        ttl = self.game_ttl(meta, status)
         if self.cluster:
             fields_["seq"] = seq
             fields_["turn"] = turn_bot or ""
@@ -435,7 +537,7 @@ class Store:
                     ahead.sadd(self.keys.bot_games(bot), game_id)
             ahead.execute()
             self._fail("create")
-            args: list[Any] = [f"1::{turn_bot}" if turn_bot else "", self.publish]
+            args: list[Any] = [f"1::{turn_bot}" if turn_bot else "", self.publish, ttl]
             for k, v in fields_.items():
                 args += [k, v]
             if not self._create(keys=[self.keys.game(game_id), self.keys.channel(game_id)],
@@ -449,10 +551,13 @@ class Store:
         if deadline is not None:
             pipe.zadd(self.deadlines_key, {f"{game_id}:1": deadline})
         pipe.hset(self.game_key(game_id), mapping=fields_)
+        if ttl:
+            pipe.expire(self.game_key(game_id), ttl)
         pipe.zadd(self.keys.index("all"), {game_id: seq})
         pipe.zadd(self.keys.index(status), {game_id: seq})
         if turn_bot:
-            pipe.sadd(self.keys.bot_turns(turn_bot), game_id)
+            self._turn_add(keys=[self.keys.bot_turns(turn_bot)], args=[game_id, ttl],
+                           client=pipe)
             pipe.publish(self.game_channel(game_id), f"1::{turn_bot}")
         return Game(game_id, 1, status, meta, state_json, "", deadline, updated)
 
@@ -604,8 +709,8 @@ class Store:
             idem_bot,
             retry_tag(idem_key) if idem_key else "",
         ]
-        if self.cluster:
-            args.append(self.publish)
+        args.append(self.publish if self.cluster else "")
+        args.append(self.game_ttl(meta if meta is not None else game.meta, status))
         acked = 1
         if self.wait_ms:
             out, acked = self._commit_and_wait(keys, args)
@@ -774,6 +879,70 @@ class Store:
                     fix.sadd(self.keys.bot_games(bot), gid)
         fix.execute()
         return len(game_ids)
+
+    # --- retention -----------------------------------------------------------------------
+
+    def game_ttl(self, meta: dict[str, Any], status: str) -> int:
+        """Seconds a game with ``meta`` in ``status`` is kept from now (0: for ever). A
+        tournament's or a ladder's game is kept for ever: standings and ratings rest on
+        it. A casual game: ``Retention`` by status (``person`` in its meta: a person's
+        account sat in it). Set by the script that creates or commits the game."""
+        if meta.get("tournament") or meta.get("ladder"):
+            return 0
+        r = self.retention
+        if status == "finished":
+            return r.person_game_s if meta.get("person") else r.game_s
+        return r.waiting_s if status == "waiting" else r.idle_s
+
+    def forget_expired(self, after: int = 0, batch: int = 1000,
+                       suspects: set[str] | None = None) -> tuple[int, int]:
+        """The retention pass: remove from the game indexes (``games:all`` and every
+        status's) the games whose keys have expired, looking at ``batch`` entries of
+        ``games:all`` above creation sequence ``after``: (the sequence to go on from,
+        0 when the index has been gone through; entries removed). Deadline entries and
+        the bots' turn sets of an expired game heal where they are read (the sweeper
+        drops a deadline whose game is gone; ``bot_turns``). In a cluster an index entry
+        is written before its game (``service.storage.keys``), so a missing game is only
+        a suspect the first time it is seen (kept in ``suspects``, the caller's), and is
+        removed when it is still missing the next time."""
+        rows = self.r.zrangebyscore(self.keys.index("all"), f"({after}", "+inf", start=0,
+                                    num=batch, withscores=True)
+        if not rows:
+            return 0, 0
+        pipe = self.r.pipeline(transaction=False)
+        for gid, _ in rows:
+            pipe.exists(self.game_key(gid.decode()))
+        missing = [gid.decode() for (gid, _), there in zip(rows, pipe.execute()) if not there]
+        gone = missing
+        if self.cluster and suspects is not None:
+            gone = [g for g in missing if g in suspects]
+            suspects.difference_update(gone)
+            if len(suspects) > 100_000:
+                suspects.clear()
+            suspects.update(g for g in missing if g not in gone)
+        elif self.cluster:
+            gone = []
+        if gone:
+            pipe = self.r.pipeline(transaction=False)
+            for status in ("all", *STATUS_ORDER):
+                pipe.zrem(self.keys.index(status), *gone)
+            pipe.execute()
+        return (int(rows[-1][1]) if len(rows) == batch else 0), len(gone)
+
+    # --- creation quotas -----------------------------------------------------------------
+
+    def take_quota(self, who: str, limit: int, window_s: int) -> tuple[str, int]:
+        """Count one creation against ``who``'s quota of ``limit`` per fixed window of
+        ``window_s`` seconds, if it is below it (``QUOTA``): (the counter's key, to give
+        it back, and 0), or ('', ms until the window ends) when refused."""
+        key = self.keys.quota(who, int(time.time()) // window_s)
+        taken, value = self._run(self._quota, [key], [limit, window_s])
+        return (key, 0) if int(taken) else ("", max(1, int(value)))
+
+    def give_back_quota(self, key: str) -> None:
+        """Undo a ``take_quota`` (another quota refused the creation). DECR only if the
+        counter is still there, so an expired window is not brought back without expiry."""
+        self._run(self._give_back, [key], [])
 
     # --- deadlines -----------------------------------------------------------------------
 

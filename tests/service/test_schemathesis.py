@@ -64,6 +64,12 @@ class Arena:
                                # they must hear 401/403, not the guessing limit's 429
                                # (tests/service/test_rate_limits.py checks that limit)
                                "ARENA_AUTH_FAILURE_LIMIT": 0, "ARENA_ADMIN_FAILURE_LIMIT": 0,
+                               # the stateful walk registers bots and creates games at
+                               # many of its steps from one address: the creation quotas
+                               # would answer them 429 (tests/service/test_quotas.py
+                               # checks the quotas)
+                               "ARENA_QUOTA_BOTS": 0, "ARENA_QUOTA_GAMES": 0,
+                               "ARENA_QUOTA_CLIENT_GAMES": 0, "ARENA_QUOTA_HOUSE_GAMES": 0,
                                "ARENA_ADMIN_TOKEN": ADMIN_TOKEN})
         c = self.app.test_client()
         bot = c.post("/bots", json={"name": "fuzz"}).json
