@@ -48,11 +48,14 @@ has seen (``clients/examples/webhook_bot.py``).
 **Safe by default (SSRF).** The address is checked when the connection is made, after
 DNS resolution (``Guard``, used by the pool's connection class), so a name that resolves to
 a private address at call time is refused however it resolved at registration (no DNS
-rebinding). Loopback, private, link-local, shared, multicast and reserved addresses are
-refused unless inside a network of ``ARENA_CALLBACK_NETWORKS`` (comma-separated CIDRs, e.g.
-``127.0.0.0/8`` for tests). Redirects are not followed (a 3xx is a bad answer), the
-answer is read up to ``ARENA_CALLBACK_MAX_BYTES``, compressed answers are refused.
-Outbound connections come from one urllib3 pool per process (urllib3, not ``requests``:
+rebinding); an IP literal is checked at registration too, by the same function
+(``is_public_address``). Loopback, private, link-local, shared, multicast, reserved and
+site-local addresses, and every IPv6 form that embeds or routes to an IPv4 address
+(IPv4-compatible, IPv4-mapped, IPv4-translated, NAT64, 6to4, Teredo; ISATAP when the IPv4
+inside is not public), are refused unless inside a network of ``ARENA_CALLBACK_NETWORKS``
+(comma-separated CIDRs, e.g. ``127.0.0.0/8`` for tests). Redirects are not followed (a 3xx
+is a bad answer), the answer is read up to ``ARENA_CALLBACK_MAX_BYTES``, compressed answers
+are refused. Outbound connections come from one urllib3 pool per process (urllib3, not ``requests``:
 its connection class is where the resolved address can be checked).
 
 **Keys** (one hash tag per bot, so every multi-key step stays in one cluster slot):
@@ -226,21 +229,78 @@ def parse_networks(text: str | Iterable[str]) -> list[IPNetwork]:
         raise ValueError(f"ARENA_CALLBACK_NETWORKS: {exc}") from None
 
 
+# IPv6 forms that carry an IPv4 address or hand the packet to IPv4: a connection to one of
+# them reaches whatever IPv4 address it embeds (a dual-stack host, a NAT64 or 6to4 relay,
+# a Teredo server), which ``ipaddress.is_global`` does not look at (it calls
+# ``::7f00:1``, ``64:ff9b::7f00:1`` and ``2002:7f00:1::`` global). Refused outright: a
+# bot with a public IPv4 address names that address (or a host name resolving to it).
+EMBEDS_IPV4 = tuple(ipaddress.IPv6Network(n) for n in (
+    "::/96",  # IPv4-compatible (deprecated, RFC 4291), :: and ::1 included
+    "::ffff:0:0/96",  # IPv4-mapped (RFC 4291), however spelled (::ffff:7f00:1 too)
+    "::ffff:0:0:0/96",  # IPv4-translated (RFC 2765, SIIT)
+    "64:ff9b::/96",  # NAT64 well-known prefix (RFC 6052)
+    "64:ff9b:1::/48",  # NAT64 local-use prefixes (RFC 8215)
+    "2002::/16",  # 6to4 (RFC 3056)
+    "2001::/32",  # Teredo (RFC 4380)
+))
+SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")  # deprecated (RFC 3879), still routed inside
+# An ISATAP interface id (RFC 5214): ``0000:5efe`` or ``0200:5efe`` then an IPv4 address.
+_ISATAP_IDS = (0x00005EFE, 0x02005EFE)
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries, in any of the forms above or an ISATAP
+    interface id; None when it carries none."""
+    n = int(ip)
+    if any(ip in net for net in EMBEDS_IPV4[:5]):
+        return ipaddress.IPv4Address(n & 0xFFFFFFFF)  # the last 32 bits
+    if ip in EMBEDS_IPV4[5]:  # 6to4: 2002:AABB:CCDD::/48
+        return ipaddress.IPv4Address((n >> 80) & 0xFFFFFFFF)
+    if ip.teredo is not None:  # (server, client): the client's address, obfuscated
+        return ip.teredo[1]
+    if (n >> 32) & 0xFFFFFFFF in _ISATAP_IDS:
+        return ipaddress.IPv4Address(n & 0xFFFFFFFF)
+    return None
+
+
+def is_public_address(ip: IPAddress) -> bool:
+    """Whether a callback may connect to ``ip`` without the operator's say-so: a globally
+    routable unicast address that is not, and does not lead to, anything else. Refused:
+    loopback, private, link-local, carrier-grade NAT, multicast, reserved, unspecified,
+    site-local ``fec0::/10``, every IPv6 form that embeds or routes to an IPv4 address
+    (``EMBEDS_IPV4``), and any other address whose embedded IPv4 (an ISATAP interface id)
+    is not public. The one rule for both checks: the URL's literal at registration, and
+    every resolved address at connection time (``Guard``)."""
+    if ip.is_multicast or not ip.is_global:
+        return False
+    if isinstance(ip, ipaddress.IPv4Address):
+        return True
+    if ip in SITE_LOCAL or any(ip in net for net in EMBEDS_IPV4):
+        return False
+    inner = embedded_ipv4(ip)
+    return inner is None or is_public_address(inner)
+
+
 class Guard:
-    """Which addresses a callback may connect to: public (globally routable) addresses,
-    and any address inside ``allowed``. Everything else — loopback, private, link-local,
-    carrier-grade NAT, multicast, reserved, unspecified — is refused. An IPv4-mapped IPv6
-    address is judged as the IPv4 address it carries."""
+    """Which addresses a callback may connect to: public ones (``is_public_address``),
+    and any address inside ``allowed`` (``ARENA_CALLBACK_NETWORKS``; an IPv6 address that
+    embeds an IPv4 one is also allowed when that IPv4 address is, so an operator who
+    allows ``127.0.0.0/8`` for tests allows ``::ffff:127.0.0.1`` with it)."""
 
     def __init__(self, allowed: Iterable[IPNetwork] = ()) -> None:
         self.allowed = list(allowed)
 
+    def _inside(self, ip: IPAddress) -> bool:
+        return any(ip.version == n.version and ip in n for n in self.allowed)
+
     def allows(self, ip: IPAddress) -> bool:
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        if any(ip.version == n.version and ip in n for n in self.allowed):
+        if self._inside(ip):
             return True
-        return ip.is_global and not ip.is_multicast
+        if isinstance(ip, ipaddress.IPv6Address):
+            inner = embedded_ipv4(ip)
+            if inner is not None and self._inside(inner):
+                return True
+        return is_public_address(ip)
 
     def literal_refused(self, host: str) -> bool:
         """A URL whose host is an IP literal outside the allowed networks can never be
@@ -894,6 +954,6 @@ def start_dispatcher(app: Any) -> Dispatcher | None:
     return dispatcher.start()
 
 
-__all__ = ["OUTCOMES", "Callbacks", "Dispatcher", "Guard", "sign", "start_dispatcher",
-           "verify"]
+__all__ = ["OUTCOMES", "Callbacks", "Dispatcher", "Guard", "is_public_address", "sign",
+           "start_dispatcher", "verify"]
 

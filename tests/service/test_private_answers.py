@@ -16,7 +16,7 @@ def private(r: Any) -> None:
 
 
 def test_every_answer_that_can_carry_a_seats_cards_is_private(api):
-    (a, ta), (b, tb) = api.bot("a"), api.bot("b")
+    (a, ta), (_, tb) = api.bot("a"), api.bot("b")
     gid = api.game(ta, 2, seats=[a, None], seed=3)["id"]
     joined = api.c.post(f"/games/{gid}/seats/1", headers=api.auth(tb))
     assert joined.status_code == 200
@@ -57,8 +57,8 @@ def test_every_answer_that_can_carry_a_seats_cards_is_private(api):
     finally:
         stream.close()
     # the rule is one set of endpoints: these are its members
-    assert SEAT_ANSWERS == {"api.get_game", "api.join", "api.act", "api.turn", "api.record",
-                            "api.events"}
+    expected = {"api.get_game", "api.join", "api.act", "api.turn", "api.record", "api.events"}
+    assert expected == SEAT_ANSWERS
 
 
 def test_the_page_at_a_games_url_keeps_its_own_caching(api):
