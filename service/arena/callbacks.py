@@ -16,6 +16,30 @@ happened is kept as a **delivery record** the bot can read (``GET
 the bot's next ``turn`` request there (``last_failure``). ``start`` and ``end``
 notifications tell it when a game it sits in begins and ends (answer ignored).
 
+**Verified first.** A URL is sent nothing but a verification request until it has shown
+that it wants the calls (as Slack's url_verification and Twitch's
+webhook_callback_verification): about a second after the registration (time for the bot
+to keep its new secret), some process's dispatcher POSTs a signed ``verify`` request
+with a random ``challenge``; the URL passes by answering 200 with the challenge echoed
+(``{"challenge": "..."}``, or the bare challenge). Until then (``verified: false``,
+``verification.status: pending``) its seats' turns are not called (they fall to the move
+deadline's default action, as any failed call's do) and its notifications wait. A URL
+that fails is tried again after 4, 15 and 60 s (``VERIFY_SCHEDULE_S``), then ``failed``
+(its pending notifications are dropped) until the bot asks again (``POST
+/bots/me/callback/verify``). Registering a URL again (a new secret) verifies it afresh.
+So a stranger's server named as a callback receives at most ``len(VERIFY_SCHEDULE_S)``
+verification requests per registration, and nothing else. Each attempt is a delivery
+record (``event: verify``). An outcome is written only while its verification is still
+the bot's current one (``SET_IF_VID``), so an answer for a replaced URL changes nothing.
+
+**Deliveries per host are capped**: at most ``ARENA_CALLBACK_HOST_RATE`` calls per second
+to one host (the URL's host name, in lower case), across every bot and every process,
+counted in one Redis counter per host and second (``{p}rl:cbhost:<host>:<second>``,
+incremented and compared in one step, expiring after the second). A call past it is not
+made: a turn falls to the normal failure path (recorded as ``host-rate-limited``; the
+move deadline's default action), a notification is dropped, a verification attempt
+fails and is tried again on its schedule.
+
 **Who delivers: claims with leases, like the deadlines.** Every process runs a
 ``Dispatcher``. The truth of "whose turn is it" is the game itself (and the bot's turn set,
 which ``Store.COMMIT`` keeps with every change): a dispatcher looks at a webhook bot's turn
@@ -59,13 +83,16 @@ are refused. Outbound connections come from one urllib3 pool per process (urllib
 its connection class is where the resolved address can be checked).
 
 **Keys** (one hash tag per bot, so every multi-key step stays in one cluster slot):
-``{p}{hook:B}:cfg`` (hash: url, secret, created), ``{p}{hook:B}:claim:{game}:{v}``,
+``{p}{hook:B}:cfg`` (hash: url, secret, created; verified, verification, vid (the current
+verification's id), tries, checked, vdetail), ``{p}{hook:B}:claim:{game}:{v}``,
 ``{p}{hook:B}:deliveries`` (list of records, newest first, capped),
 ``{p}{hook:B}:failed`` (hash game -> the last failed turn delivery there),
 ``{p}{hook:B}:notify`` (sorted set of pending start/end notifications, score = due time,
-claimed with leases like the deadlines). The one shared key, ``{p}hooks`` (set of bot
-ids), is written as a second step: registration writes the config first, removal removes
-the id first; a crash between leaves an id without a config (skipped and dropped by the
+claimed with leases like the deadlines). The shared keys: ``{p}hookverify`` (sorted set
+of pending verifications ``<bot>|<vid>``, score = due time, claimed with leases; an entry
+leaves it once its URL passed, failed for good, or was replaced or removed) and
+``{p}hooks`` (set of bot ids), which is written as a second step: registration writes the
+config first, removal removes the id first; a crash between leaves an id without a config (skipped and dropped by the
 next repair pass) or a config without the id (the bot's retried ``PUT`` adds it).
 """
 
@@ -114,9 +141,28 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_CALLBACK_TIMEOUT": 10.0,  # seconds: a call's budget when the deadline allows
     "ARENA_CALLBACK_RETRIES": 2,  # extra attempts where no answer came
     "ARENA_CALLBACK_MAX_BYTES": 16384,  # the largest answer read
+    # calls per second to one host (the URL's host name), across every bot and process;
+    # 0: no cap (see HOST_RATE for why this number)
+    "ARENA_CALLBACK_HOST_RATE": 50,
     "ARENA_CALLBACKS": "1",  # "0": this process delivers nothing (others may)
 }
 
+# Verification of a callback URL (see the module docstring): the delay before each attempt,
+# counted from the registration (or the request to verify again) and then from the attempt
+# before. The first waits a second so the bot can keep the secret the registration
+# answered before a request signed with it arrives; then 4, 15 and 60 s (a server being
+# deployed, a restart), about 80 s in all, after which the URL is ``failed`` until the bot
+# asks again (``POST /bots/me/callback/verify``).
+VERIFY_SCHEDULE_S = (1.0, 4.0, 15.0, 60.0)
+VERIFY_TIMEOUT_S = 5.0  # one verification call's budget (connecting, retries, the answer)
+# Why 50 calls per second per host by default: a webhook bot is called once per turn of
+# its own, and the busiest bot measured (bench/request_rates.py: a runner's bot at full
+# speed) makes about 85 requests/s, pulling *and* acting; a webhook bot needs one call per
+# move, and 50/s is 3,000 moves a minute to one host, more than a tournament of 0.5 s move
+# limits asks of it (10 live games at once: at most 20/s). It bounds what this service can
+# be made to send one host (the issue's 10 self-play games made 886 calls in 60 s, 15/s:
+# under the cap; a thousand such games would have been 1,500/s).
+HOST_RATE = 50
 SCAN_S = 0.5  # how often every webhook bot's turns are re-checked (the repair pass)
 LEASE_MARGIN_S = 5.0  # a claim outlives its call's budget by this much
 DEADLINE_MARGIN_S = 0.15  # the answer must be back this long before the deadline
@@ -149,6 +195,18 @@ OUTCOMES = {
     "refused": "the action was refused as a pulled one would be (`problem` says why: "
     "illegal-action, not-your-turn, version-conflict...)",
     "no-time": "too little time was left before the deadline to call",
+    "host-rate-limited": "the URL's host had had its `ARENA_CALLBACK_HOST_RATE` calls this "
+    "second (across every bot): no call was made; a turn falls to the deadline's default",
+    "verified": "the verification request's challenge was echoed: the URL gets calls",
+    "not-verified": "the answer to the verification request was a 200 that did not echo "
+    "the challenge",
+}
+
+VERIFICATION = {
+    "pending": "a verification request is due or under way; nothing else is sent",
+    "verified": "the URL echoed the challenge: turns, start and end are sent to it",
+    "failed": "every attempt failed: nothing is sent until you ask again "
+    "(`POST /bots/me/callback/verify`)",
 }
 
 
@@ -177,6 +235,22 @@ def failed_key(p: str, bot: str) -> str:
 
 def notify_key(p: str, bot: str) -> str:
     return f"{p}{{hook:{bot}}}:notify"
+
+
+def verify_key(p: str) -> str:
+    """Pending verifications (sorted set: ``<bot>|<verification id>``, score = due time),
+    claimed with leases like the notifications; shared by every bot, like ``hooks``."""
+    return f"{p}hookverify"
+
+
+# KEYS[1] a bot's config. ARGV[1] the verification id the outcome is for; then fields and
+# values to set. Written only if the config still has that id: an answer for a URL since
+# replaced (or a verification asked again) changes nothing.
+SET_IF_VID = """
+if redis.call('HGET', KEYS[1], 'vid') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+return 1
+"""
 
 
 # KEYS[1] the bot's pending notifications. ARGV: now, lease-until. As ``Store.CLAIM``.
@@ -464,6 +538,20 @@ def check_url(url: str, guard: Guard) -> str | None:
     return None
 
 
+def echoes(body: bytes, challenge: str) -> bool:
+    """Whether an answer to a verification request echoes its challenge: the JSON
+    ``{"challenge": "<it>"}`` (as Slack's url_verification), or the bare challenge as the
+    whole body (as Twitch's), surrounding white space aside."""
+    text = body.strip()
+    if text == challenge.encode():
+        return True
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and answer.get("challenge") == challenge
+
+
 class Callbacks:
     """Registration, delivery records, and the calls themselves; one per process."""
 
@@ -476,8 +564,10 @@ class Callbacks:
         self.retries = int(cfg["ARENA_CALLBACK_RETRIES"])
         self.max_bytes = int(cfg["ARENA_CALLBACK_MAX_BYTES"])
         self.enabled = str(cfg["ARENA_CALLBACKS"]) != "0"
+        self.host_rate = int(cfg["ARENA_CALLBACK_HOST_RATE"])
         self.pool = make_pool(self.guard)
         self._claim_notes = self.store.r.register_script(CLAIM_NOTES)
+        self._set_if_vid = self.store.r.register_script(SET_IF_VID)
         # Called with each finished delivery record (the bench and tests listen here).
         self.on_record: list[Any] = []
 
@@ -488,37 +578,156 @@ class Callbacks:
     # --- registration ----------------------------------------------------------------------
 
     def register(self, bot_id: str, url: str) -> dict[str, Any]:
-        """Set (or replace) the bot's callback URL with a new secret, shown only here."""
+        """Set (or replace) the bot's callback URL with a new secret, shown only here. The
+        URL is unverified until it echoes a verification request's challenge (sent about
+        ``VERIFY_SCHEDULE_S[0]`` seconds from now, by any process's dispatcher); until
+        then it is sent nothing else. A new URL (or the same one again: a new secret) is
+        verified afresh."""
         why = check_url(url, self.guard)
         if why is not None:
             raise Problem("validation", f"url: {why}", errors={"url": [why]})
         secret = "whsec_" + secrets.token_urlsafe(32)
         created = int(time.time())
+        vid = secrets.token_hex(8)
         r = self.store.r
-        r.hset(cfg_key(self.p, bot_id), mapping={"url": url, "secret": secret,
-                                                 "created": created})
+        old = r.hget(cfg_key(self.p, bot_id), "vid")
+        r.hset(cfg_key(self.p, bot_id), mapping={
+            "url": url, "secret": secret, "created": created, "verified": 0,
+            "verification": "pending", "vid": vid, "tries": 0, "checked": "", "vdetail": ""})
         r.sadd(hooks_key(self.p), bot_id)
+        self._schedule(bot_id, old, vid, VERIFY_SCHEDULE_S[0])
         self.wake(bot_id)
-        return {"url": url, "created": created, "secret": secret}
+        return {**self.registration(bot_id), "secret": secret}
+
+    def _schedule(self, bot_id: str, old_vid: bytes | str | None, vid: str,
+                  delay_s: float) -> None:
+        """Queue the verification ``vid`` of ``bot_id`` in ``delay_s`` seconds, in place of
+        the one queued before (``old_vid``)."""
+        pipe = self.store.r.pipeline(transaction=False)
+        if old_vid:
+            old = old_vid.decode() if isinstance(old_vid, bytes) else old_vid
+            pipe.zrem(verify_key(self.p), f"{bot_id}|{old}")
+        pipe.zadd(verify_key(self.p), {f"{bot_id}|{vid}": time.time() + delay_s})
+        pipe.execute()
 
     def config(self, bot_id: str) -> dict[str, Any] | None:
         raw = self.store.r.hgetall(cfg_key(self.p, bot_id))
         if not raw or b"url" not in raw:
             return None
+        # a config written before verification existed counts as verified: it was
+        # registered under the old rules and has been called since
+        verified = raw.get(b"verified", b"1") == b"1"
         return {"url": raw[b"url"].decode(), "secret": raw[b"secret"].decode(),
-                "created": int(raw[b"created"])}
+                "created": int(raw[b"created"]), "verified": verified,
+                "verification": (raw.get(b"verification") or b"verified").decode(),
+                "vid": (raw.get(b"vid") or b"").decode(),
+                "tries": int(raw.get(b"tries") or 0),
+                "checked": float(raw[b"checked"]) if raw.get(b"checked") else None,
+                "vdetail": (raw.get(b"vdetail") or b"").decode() or None}
 
     def registration(self, bot_id: str) -> dict[str, Any]:
         cfg = self.config(bot_id)
         if cfg is None:
             raise Problem("not-found", "this bot has no callback URL")
-        return {"url": cfg["url"], "created": cfg["created"]}
+        return {"url": cfg["url"], "created": cfg["created"], "verified": cfg["verified"],
+                "verification": {"status": cfg["verification"], "attempts": cfg["tries"],
+                                 "at": cfg["checked"], "detail": cfg["vdetail"]}}
+
+    def summary(self, bot_id: str) -> dict[str, Any] | None:
+        """``registration`` for ``GET /bots/me`` (None: no callback URL)."""
+        try:
+            return self.registration(bot_id)
+        except Problem:
+            return None
+
+    def request_verification(self, bot_id: str) -> dict[str, Any]:
+        """Verify the URL again, at once (the bot has its secret by now): for a URL that
+        failed or is still pending. A verified URL stays as it is (nothing is sent)."""
+        cfg = self.config(bot_id)
+        if cfg is None:
+            raise Problem("not-found", "this bot has no callback URL")
+        if not cfg["verified"]:
+            vid = secrets.token_hex(8)
+            self.store.r.hset(cfg_key(self.p, bot_id), mapping={
+                "verification": "pending", "vid": vid, "tries": 0, "vdetail": ""})
+            self._schedule(bot_id, cfg["vid"], vid, 0.0)
+            self.wake(bot_id)
+        return self.registration(bot_id)
+
+    def verify_once(self, bot_id: str, vid: str) -> dict[str, Any] | None:
+        """One verification attempt of ``bot_id``'s URL (the verification ``vid``): a
+        signed ``verify`` request with a random ``challenge``; passed when the answer is
+        200 and echoes it (``{"challenge": "<it>"}``, or the bare challenge as the body).
+        Passed: the URL is verified and the bot's turns are looked at. Failed: again
+        after the next delay of ``VERIFY_SCHEDULE_S``, or ``failed`` after the last. The
+        outcome is written only if the verification is still current (``SET_IF_VID``).
+        The delivery record, or None when there was nothing to verify."""
+        member = f"{bot_id}|{vid}"
+        cfg = self.config(bot_id)
+        r = self.store.r
+        if cfg is None or cfg["vid"] != vid or cfg["verified"]:
+            r.zrem(verify_key(self.p), member)
+            return None
+        started = time.time()
+        challenge = secrets.token_urlsafe(24)
+        envelope = {"event": "verify", "delivery": "", "bot_id": bot_id,
+                    "challenge": challenge}
+        result = self.call(cfg, envelope, VERIFY_TIMEOUT_S)
+        record: dict[str, Any] = {
+            "event": "verify", "game_id": None, "version": None, "seat": None,
+            "at": round(started, 3), "status": result.status, "action": None,
+            "problem": None, "attempts": result.attempts,
+            "latency_ms": round((time.time() - started) * 1000, 2),
+            "outcome": "verified", "detail": None,
+        }
+        if result.error is not None:
+            record.update(outcome=result.error, detail=result.detail)
+        elif result.status != 200:
+            record.update(outcome="http-error",
+                          detail=f"the answer's status was {result.status}, not 200")
+        elif not echoes(result.body, challenge):
+            record.update(outcome="not-verified",
+                          detail='the answer did not echo the challenge: answer 200 with '
+                          '{"challenge": "<the request\'s challenge>"}')
+        tries = cfg["tries"] + 1
+        passed = record["outcome"] == "verified"
+        last = tries >= len(VERIFY_SCHEDULE_S)
+        state = "verified" if passed else ("failed" if last else "pending")
+        written = self._set_if_vid(keys=[cfg_key(self.p, bot_id)], args=[
+            vid, "verified", int(passed), "verification", state, "tries", tries,
+            "checked", round(started, 3), "vdetail", record["detail"] or ""])
+        if not written:  # replaced meanwhile: this outcome is for an old URL
+            return None
+        if passed or last:
+            r.zrem(verify_key(self.p), member)
+        else:
+            r.zadd(verify_key(self.p), {member: time.time() + VERIFY_SCHEDULE_S[tries]})
+        self._record(bot_id, record)
+        if passed:
+            self.wake(bot_id)
+        return record
+
+    def claim_verifications(self) -> list[tuple[str, str]]:
+        """The due verifications this process is to send, (bot, vid) each, leased like
+        the notifications: a process that dies mid-call leaves them due again after the
+        lease."""
+        now = time.time()
+        due = self._claim_notes(keys=[verify_key(self.p)],
+                                args=[now, now + VERIFY_TIMEOUT_S + LEASE_MARGIN_S])
+        out = []
+        for raw in due:
+            bot, _, vid = raw.decode().partition("|")
+            out.append((bot, vid))
+        return out
 
     def remove(self, bot_id: str) -> None:
         r = self.store.r
         r.srem(hooks_key(self.p), bot_id)
+        vid = r.hget(cfg_key(self.p, bot_id), "vid")
         if not r.delete(cfg_key(self.p, bot_id)):
             raise Problem("not-found", "this bot has no callback URL")
+        if vid:
+            r.zrem(verify_key(self.p), f"{bot_id}|{vid.decode()}")
 
     def deliveries(self, bot_id: str, limit: int, game_id: str | None = None
                    ) -> list[dict[str, Any]]:
@@ -590,6 +799,11 @@ class Callbacks:
             left = end - time.monotonic()
             if left < MIN_BUDGET_S:
                 break
+            refused = self._host_refuses(cfg["url"])
+            if refused is not None:
+                result = CallResult(error="host-rate-limited", detail=refused,
+                                    attempts=attempt - 1)
+                break
             envelope = {**envelope, "delivery": secrets.token_hex(8)}
             body, headers = self._request(cfg, envelope)
             result = post(self.pool, cfg["url"], body, headers, left, self.max_bytes)
@@ -601,6 +815,19 @@ class Callbacks:
                 break
             time.sleep(wait)
         return result
+
+    def _host_refuses(self, url: str) -> str | None:
+        """Count one call to ``url``'s host in this second (every bot, every process: one
+        Redis counter, incremented and compared as INCR returned it); why it may not be
+        made, or None. The host is the URL's host name (or address) in lower case."""
+        if not self.host_rate:
+            return None
+        host = (urlsplit(url).hostname or "").lower()
+        count, _ = self.store.hit("cbhost:" + host, 1)
+        if count <= self.host_rate:
+            return None
+        return (f"more than {self.host_rate} calls to {host} in one second "
+                "(ARENA_CALLBACK_HOST_RATE)")
 
     # --- a turn ---------------------------------------------------------------------------------
 
@@ -640,12 +867,11 @@ class Callbacks:
 
     def try_turn(self, bot_id: str, game: Game, cfg: dict[str, Any] | None = None) -> bool:
         """Claim and deliver in one go; False when there was nothing to claim."""
+        cfg = cfg or self.config(bot_id)
+        if cfg is None or not cfg["verified"]:  # an unverified URL is sent nothing
+            return False
         claim = self.claim_turn(bot_id, game)
         if claim is None:
-            return False
-        cfg = cfg or self.config(bot_id)
-        if cfg is None:
-            self.store.r.delete(claim.key)
             return False
         self.run_claimed(claim, cfg)
         return True
@@ -836,13 +1062,32 @@ class Dispatcher(BackgroundLoop):
             wakeups.start()
 
     def scan_once(self) -> set[str]:
-        """The repair pass: every webhook bot is looked at."""
+        """The repair pass: every webhook bot is looked at, and the verifications due are
+        sent."""
         r = self.cb.store.r
         bots = {b.decode() for b in r.smembers(hooks_key(self.cb.p))}
         self._listen(bots)
         for bot in bots:
             self._start(bot)
+        self.verify_due()
         return bots
+
+    def verify_due(self) -> None:
+        """Send each due verification in a thread of its own (a slot of ``CONCURRENCY``
+        each; with none free it is left to the lease, and sent after it)."""
+        for bot, vid in self.cb.claim_verifications():
+            if not self._slots.acquire(blocking=False):
+                break
+            threading.Thread(target=self._verify, args=(bot, vid), daemon=True,
+                             name="allfours-callback-verify").start()
+
+    def _verify(self, bot: str, vid: str) -> None:
+        try:
+            self.cb.verify_once(bot, vid)
+        except Exception:
+            log.warning("verifying the callback of bot %s failed", bot, exc_info=True)
+        finally:
+            self._slots.release()
 
     def _start(self, bot: str) -> None:
         """Work on ``bot`` in a thread of its own unless one is at it already (then once
@@ -878,6 +1123,12 @@ class Dispatcher(BackgroundLoop):
             cb.store.r.srem(hooks_key(cb.p), bot)  # an id left without its config
             return
         store, r = self.arena.store, cb.store.r
+        if not cfg["verified"]:
+            # sent nothing but its verification: its turns fall to the deadline; its
+            # notifications wait for the verification, and go with a URL that failed it
+            if cfg["verification"] == "failed":
+                r.delete(notify_key(cb.p, bot))
+            return
         for game_id in store.bot_turns(bot):
             version = store.get_version(game_id)
             if version is None or r.exists(claim_key(cb.p, bot, game_id, version)):
