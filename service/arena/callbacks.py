@@ -92,8 +92,9 @@ claimed with leases like the deadlines). The shared keys: ``{p}hookverify`` (sor
 of pending verifications ``<bot>|<vid>``, score = due time, claimed with leases; an entry
 leaves it once its URL passed, failed for good, or was replaced or removed) and
 ``{p}hooks`` (set of bot ids), which is written as a second step: registration writes the
-config first, removal removes the id first; a crash between leaves an id without a config (skipped and dropped by the
-next repair pass) or a config without the id (the bot's retried ``PUT`` adds it).
+config first, removal removes the id first; a crash between leaves an id without a
+config (skipped and dropped by the next repair pass) or a config without the id (the
+bot's retried ``PUT`` adds it).
 """
 
 from __future__ import annotations
