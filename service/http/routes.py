@@ -27,6 +27,7 @@ from service.arena.export import csv_table
 from service.arena.fanout import direct_socket
 from service.arena.games import Arena, dumps
 from service.arena.tournaments import MAX_GAMES, Tournaments
+from service.http import callback_schemas as cs
 from service.http import limits
 from service.http import schemas as s
 from service.http.problems import Problem
@@ -389,9 +390,12 @@ def create_bot(body: dict[str, Any]) -> Response:
 
 
 @bp.get("/bots/me")
-@operation(summary="The bot behind the token", tags=("bots",), response=s.Bot, auth="required")
+@operation(summary="The bot behind the token", description="With `callback`: your "
+           "webhook URL and whether it is verified (null: none).", tags=("bots",),
+           response=cs.BotMe, auth="required")
 def get_me(bot_id: str) -> Response:
-    return respond(sch(s.Bot), arena().bot(bot_id))
+    return respond(sch(cs.BotMe), {**arena().bot(bot_id),
+                                   "callback": callbacks().summary(bot_id)})
 
 
 @bp.get("/bots/me/turns")

@@ -87,7 +87,7 @@ def test_the_endpoint_table_is_exactly_the_contract() -> None:
         # of a callback URL answers with the newest secret, the one in force
         assert ep.safe == (ep.method == "GET" or name in (
             "postGamesGameIdSeatsSeat", "postGamesGameIdActions",
-            "postLaddersNameEntry", "deleteLaddersNameEntry",
+            "postLaddersNameEntry", "deleteLaddersNameEntry", "postBotsMeCallbackVerify",
             "postTournamentsTournamentIdCancel", "postTournamentsTournamentIdPause",
             "postTournamentsTournamentIdResume",
             "postTournamentsTournamentIdEntrantsEntrantIdWithdraw",

@@ -39,6 +39,7 @@ from tests.service.conftest import gunicorn
 
 ALLOWED = "127.0.0.2"  # the only network the service may call (ARENA_CALLBACK_NETWORKS)
 REQUEST_SCHEMA = {"$ref": "#/components/schemas/CallbackRequest"}
+VERIFY_SCHEMA = {"$ref": "#/components/schemas/VerifyRequest"}
 
 
 def wait_for(what: str, check: Callable[[], Any], seconds: float = 30.0) -> Any:
@@ -129,7 +130,9 @@ class Seen:
         self.lock = threading.Lock()
 
     def add(self, headers: dict[str, str], body: bytes) -> None:
-        errors = CONTRACT.errors(REQUEST_SCHEMA, json.loads(body))
+        msg = json.loads(body)
+        schema = VERIFY_SCHEMA if msg.get("event") == "verify" else REQUEST_SCHEMA
+        errors = CONTRACT.errors(schema, msg)
         assert not errors, errors  # the request fits the contract's webhooks
         with self.lock:
             self.requests.append((headers, body))
@@ -177,8 +180,9 @@ def example_bots() -> Iterator[Callable[[Service, str], ExampleBot]]:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         seen.url = f"http://{ALLOWED}:{server.server_port}/"
-        seen.secret = register(service, token, seen.url)
+        seen.secret = register(service, token, seen.url, verified=False)
         box["app"] = example_bot(seen.secret)
+        wait_verified(service, token)  # the example bot echoes the challenge
         return seen
 
     yield start
@@ -194,11 +198,19 @@ class Scripted(ThreadingHTTPServer):
 Answer = tuple[int, bytes, float] | threading.Event
 
 
+def echo(msg: dict[str, Any]) -> Answer:
+    """The right answer to a ``verify`` request: 200, the challenge echoed."""
+    return 200, json.dumps({"challenge": msg["challenge"]}).encode(), 0.0
+
+
 def scripted_server(behave: Callable[[dict[str, Any]], Answer],
-                    host: str = ALLOWED) -> tuple[str, Seen, Scripted]:
+                    host: str = ALLOWED, verify: Callable[[dict[str, Any]], Answer] | None = echo
+                    ) -> tuple[str, Seen, Scripted]:
     """A bot server whose answer to each request is ``behave(message)``: (status, body,
     seconds to stall first); or an Event: the call is held, unanswered, until the event is
-    set (30 s at most), its caller's address (ip, port) kept in ``seen.held``."""
+    set (30 s at most), its caller's address (ip, port) kept in ``seen.held``. A ``verify``
+    request is answered by ``verify`` (by default: the challenge echoed; None: ``behave``
+    answers it too)."""
     seen = Seen()
 
     class Handler(BaseHTTPRequestHandler):
@@ -207,7 +219,9 @@ def scripted_server(behave: Callable[[dict[str, Any]], Answer],
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             seen.add(dict(self.headers), body)
-            answer = behave(json.loads(body))
+            msg = json.loads(body)
+            answer = verify(msg) if verify is not None and msg["event"] == "verify" \
+                else behave(msg)
             if isinstance(answer, threading.Event):
                 seen.held.append(self.client_address[:2])
                 answer.wait(30)
@@ -231,10 +245,21 @@ def scripted_server(behave: Callable[[dict[str, Any]], Answer],
     return f"http://{host}:{server.server_port}/", seen, server
 
 
-def register(service: Service, token: str, url: str) -> str:
+def register(service: Service, token: str, url: str, verified: bool = True) -> str:
+    """Register ``url`` as the bot's callback: its secret. ``verified``: then wait until the
+    URL has passed its verification (its server echoes the challenge)."""
     ans = service.call("PUT", "/bots/me/callback", token, {"url": url})
     assert ans["url"] == url and ans["secret"].startswith("whsec_")
+    assert ans["verified"] is False and ans["verification"]["status"] == "pending"
+    if verified:
+        wait_verified(service, token)
     return ans["secret"]
+
+
+def wait_verified(service: Service, token: str) -> dict[str, Any]:
+    """The callback once verified (the first attempt comes about a second after the PUT)."""
+    return wait_for("the callback URL verified", lambda: (lambda c: c if c["verified"] else None)(
+        service.call("GET", "/bots/me/callback", token)), seconds=30)
 
 
 # --- registration ----------------------------------------------------------------------------
@@ -244,10 +269,11 @@ def test_register_read_replace_and_remove_a_callback(service):
     _, token = service.bot("hooked")
     assert service.call("GET", "/bots/me/callback", token, ok=(404,))["type"] == \
         "/problems/not-found"
-    first = register(service, token, f"http://{ALLOWED}:9/a")
+    first = register(service, token, f"http://{ALLOWED}:9/a", verified=False)
     got = service.call("GET", "/bots/me/callback", token)
     assert got["url"] == f"http://{ALLOWED}:9/a" and "secret" not in got
-    second = register(service, token, f"https://{ALLOWED}:9/b")  # replaced, new secret
+    second = register(service, token, f"https://{ALLOWED}:9/b",
+                      verified=False)  # replaced, new secret
     assert second != first
     assert service.call("GET", "/bots/me/callback", token)["url"] == f"https://{ALLOWED}:9/b"
     assert service.call("DELETE", "/bots/me/callback", token) is None
@@ -430,21 +456,25 @@ def test_a_callback_to_a_refused_address_is_never_made(service):
     thread.start()
     try:
         hook_id, hook_token = service.bot("rebinder")
-        register(service, hook_token, f"http://localhost:{port}/")
+        register(service, hook_token, f"http://localhost:{port}/", verified=False)
         game, pull_token = service.against_puller(hook_id, move_limit=1.0)
-        records = wait_for("a refused delivery", lambda: [
-            d for d in service.deliveries(hook_token, game["id"]) if d["event"] == "turn"])
+        records = wait_for("a refused verification", lambda: service.deliveries(hook_token))
         service.play_by_pull(game["id"], pull_token, seconds=60, until=lambda: any(
             t["seat"] == 0 for t in service.record(game["id"])["timeouts"]))
         time.sleep(0.5)
+        records = service.deliveries(hook_token)
     finally:
         stop.set()
         thread.join(5)
         listener.close()
     assert accepted == []  # no connection arrived, not even one refused later
-    assert records[0]["outcome"] == "refused-address" and records[0]["attempts"] == 1
-    assert "127.0.0.1" in records[0]["detail"] or "::1" in records[0]["detail"]
-    assert records[0]["status"] is None
+    # the verification is the first call, refused on the resolved address; never verified,
+    # the URL is called for nothing else (its turn fell to the deadline's default)
+    assert records and {d["event"] for d in records} == {"verify"}, records
+    assert records[-1]["outcome"] == "refused-address" and records[-1]["attempts"] == 1
+    assert "127.0.0.1" in records[-1]["detail"] or "::1" in records[-1]["detail"]
+    assert records[-1]["status"] is None
+    assert service.call("GET", "/bots/me/callback", hook_token)["verified"] is False
 
 
 # --- the example bot checks what it is sent -------------------------------------------------------
@@ -560,7 +590,7 @@ def test_the_node_example_bot_plays_a_whole_game_and_refuses_forgeries(service):
         s.bind((ALLOWED, 0))
         port = s.getsockname()[1]
     url = f"http://{ALLOWED}:{port}/"
-    secret = register(service, hook_token, url)
+    secret = register(service, hook_token, url, verified=False)  # the bot is not up yet
     proc = subprocess.Popen(
         [node, str(ROOT / "clients" / "examples" / "webhook_bot.mjs")],
         env={**os.environ, "ARENA_WEBHOOK_SECRET": secret, "HOST": ALLOWED,
@@ -574,6 +604,10 @@ def test_the_node_example_bot_plays_a_whole_game_and_refuses_forgeries(service):
         old = str(int(time.time()) - 600)
         assert _post(url, body, {"Arena-Timestamp": old,
                                  "Arena-Signature": sign(secret, old, body)}) == 401
+        # up now: ask for the verification again rather than wait for its next attempt
+        again = service.call("POST", "/bots/me/callback/verify", hook_token)
+        assert again["url"] == url
+        wait_verified(service, hook_token)
         game = service.call("POST", "/games", pull_token,
                             {"players": 2, "seats": [hook_id, pull_id], "seed": 3,
                              "variants": {"target": 3}, "move_limit": 5})
@@ -619,6 +653,9 @@ def test_a_turn_delivered_twice_applies_at_most_one_action(key_prefix):
                        headers={"Authorization": f"Bearer {a['token']}"})
         assert r.status_code == 200, r.json
         callbacks = app.extensions["callbacks"]  # no dispatcher runs in this process
+        # so the verification is sent from here: the server echoes it
+        verified = callbacks.verify_once(a["id"], callbacks.config(a["id"])["vid"])
+        assert verified is not None and verified["outcome"] == "verified"
         g = client.post("/games", json={"players": 2, "seats": [a["id"], b["id"]], "seed": 4,
                                         "move_limit": 30},
                         headers={"Authorization": f"Bearer {b['token']}"}).json
@@ -710,25 +747,18 @@ def test_only_calls_without_an_answer_are_retried_and_boundedly(service):
         cases = {}
         for name, url in (("no-answer", f"http://{ALLOWED}:{listener.getsockname()[1]}/"),
                           ("connect-failed", f"http://{ALLOWED}:{closed_port}/")):
-            hook_id, hook_token = service.bot(f"silent-{name}")
-            pull_id, pull_token = service.bot("puller")
-            register(service, hook_token, url)
-            game = service.call("POST", "/games", pull_token,
-                                {"players": 2, "seats": [pull_id, hook_id], "seed": 11,
-                                 "move_limit": 5})
-            # the puller plays until the silent bot's first turn has been given up
-            def given_up(t: str = hook_token, g: str = game["id"]) -> list[dict[str, Any]]:
-                return [d for d in service.deliveries(t, g) if d["event"] == "turn"]
-
-            service.play_by_pull(game["id"], pull_token, until=given_up, seconds=30)
-            turns = given_up()
-            cases[name] = turns[-1]
+            _, hook_token = service.bot(f"silent-{name}")
+            register(service, hook_token, url, verified=False)
+            # the verification is the first call: retried where no answer came
+            cases[name] = wait_for(f"the verification given up ({name})",
+                                   lambda t=hook_token: service.deliveries(t))[-1]
         assert accepted[0] >= 3
     finally:
         stop.set()
         thread.join(5)
         listener.close()
     for name, record in cases.items():
+        assert record["event"] == "verify"
         assert record["outcome"] == name and record["attempts"] == 3, record
         assert record["status"] is None
 
