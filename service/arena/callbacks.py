@@ -136,6 +136,15 @@ from service.storage.wakeups import Waiter
 
 log = logging.getLogger(__name__)
 
+# Why 200 calls per second per host by default: the cap bounds what this service can be
+# made to send one host that has consented (verification keeps it from calling any other),
+# and must not throttle a bot playing flat out. Measured (bench/webhooks.py, 2 busy cores,
+# one example bot at 4 tables): about 65 calls/s to its host; with a cap of 50 it lost 11
+# turns to the cap (10 default actions) in 8 games, with 200 none. 200 is 3 times that bot,
+# room for a few bots behind one host, while a thousand self-play games (the 10
+# made 886 calls in 60 s, 15/s) would otherwise send one host 1,500/s.
+HOST_RATE = 200
+
 DEFAULTS: dict[str, Any] = {
     # comma-separated CIDRs callbacks may reach besides public addresses ("" none)
     "ARENA_CALLBACK_NETWORKS": "",
@@ -144,7 +153,7 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_CALLBACK_MAX_BYTES": 16384,  # the largest answer read
     # calls per second to one host (the URL's host name), across every bot and process;
     # 0: no cap (see HOST_RATE for why this number)
-    "ARENA_CALLBACK_HOST_RATE": 50,
+    "ARENA_CALLBACK_HOST_RATE": HOST_RATE,
     "ARENA_CALLBACKS": "1",  # "0": this process delivers nothing (others may)
 }
 
@@ -156,14 +165,6 @@ DEFAULTS: dict[str, Any] = {
 # asks again (``POST /bots/me/callback/verify``).
 VERIFY_SCHEDULE_S = (1.0, 4.0, 15.0, 60.0)
 VERIFY_TIMEOUT_S = 5.0  # one verification call's budget (connecting, retries, the answer)
-# Why 50 calls per second per host by default: a webhook bot is called once per turn of
-# its own, and the busiest bot measured (bench/request_rates.py: a runner's bot at full
-# speed) makes about 85 requests/s, pulling *and* acting; a webhook bot needs one call per
-# move, and 50/s is 3,000 moves a minute to one host, more than a tournament of 0.5 s move
-# limits asks of it (10 live games at once: at most 20/s). It bounds what this service can
-# be made to send one host (the 10 self-play games made 886 calls in 60 s, 15/s:
-# under the cap; a thousand such games would have been 1,500/s).
-HOST_RATE = 50
 SCAN_S = 0.5  # how often every webhook bot's turns are re-checked (the repair pass)
 LEASE_MARGIN_S = 5.0  # a claim outlives its call's budget by this much
 DEADLINE_MARGIN_S = 0.15  # the answer must be back this long before the deadline
