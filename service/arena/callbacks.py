@@ -136,14 +136,15 @@ from service.storage.wakeups import Waiter
 
 log = logging.getLogger(__name__)
 
-# Why 200 calls per second per host by default: the cap bounds what this service can be
-# made to send one host that has consented (verification keeps it from calling any other),
+# Why 300 calls per second per host by default: the cap bounds what this service can be
+# made to send one host that has consented (verification keeps it from calling any other)
 # and must not throttle a bot playing flat out. Measured (bench/webhooks.py, 2 busy cores,
-# one example bot at 4 tables): about 65 calls/s to its host; with a cap of 50 it lost 11
-# turns to the cap (10 default actions) in 8 games, with 200 none. 200 is 3 times that bot,
-# room for a few bots behind one host, while a thousand self-play games (the 10
-# made 886 calls in 60 s, 15/s) would otherwise send one host 1,500/s.
-HOST_RATE = 200
+# the example bot answering at once, no cap): 164 turns in 1.2 s at 4 tables and 323 in
+# 1.9 s at 8, about 140-180 calls/s to its host with the notifications; with a cap of 50
+# the 4-table run lost 11 turns to it (10 default actions), with 200 none. 300 is about
+# twice the flat-out bot, while a thousand self-play games (the 10 made 886 calls
+# in 60 s, 15/s) would otherwise send one host 1,500/s.
+HOST_RATE = 300
 
 DEFAULTS: dict[str, Any] = {
     # comma-separated CIDRs callbacks may reach besides public addresses ("" none)

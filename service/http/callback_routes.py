@@ -35,7 +35,7 @@ _SIGNING = (
     "4, 15 and 60 s, then `failed` until you ask again (`POST "
     "/bots/me/callback/verify`). Registering again (another URL, or the same with a new "
     "secret) verifies afresh. Calls to one host are capped across all bots "
-    "(`ARENA_CALLBACK_HOST_RATE` per second, 200 by default): past it a turn is not "
+    "(`ARENA_CALLBACK_HOST_RATE` per second, 300 by default): past it a turn is not "
     "called, and is recorded as `host-rate-limited`.\n\n"
     "Once verified, whenever it is your turn in a game, the service POSTs a "
     "`turn` request (see `webhooks` in this contract) to this URL with your seat's view and "

@@ -335,7 +335,7 @@ retried (at most `ARENA_CALLBACK_RETRIES` times, 2 by default, each a new `deliv
 and signature) only when no answer arrived: the connection was refused, reset, or timed
 out while connecting. An answer of any kind is final. Nothing but `verify` is sent to a
 URL until it has passed its verification, and at most `ARENA_CALLBACK_HOST_RATE` calls a
-second (200 by default) go to one host, across every bot: a call past it is not made
+second (300 by default) go to one host, across every bot: a call past it is not made
 (`host-rate-limited`).
 """
 

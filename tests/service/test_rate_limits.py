@@ -1,6 +1,9 @@
-"""Rate limits (issue 12, points 2 and 3): token guessing is limited per client address
-(the admin token's failures separately and more tightly) and writes nothing per guess;
-a bot's budget is counted per bot and announced in the IETF ``RateLimit`` fields."""
+"""Rate limits (issue 12, points 2 and 3; issue 22): token guessing is limited per client
+address and per network (IPv4 /24, IPv6 /64), counted atomically after the lookup, so a
+valid token is never refused for others' failures; the admin token's attempts separately,
+more tightly, and numbered before any comparison (exactly the limit compared under
+concurrency); nothing is written per guess; a bot's budget is counted per bot and
+announced in the IETF ``RateLimit`` fields."""
 
 from __future__ import annotations
 
