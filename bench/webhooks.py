@@ -57,6 +57,7 @@ from werkzeug.serving import make_server  # noqa: E402
 
 from bench.harness import HOST, stop, wait_until  # noqa: E402
 from clients.examples import webhook_bot  # noqa: E402
+from service.arena.callbacks import DEFAULTS as CALLBACK_DEFAULTS  # noqa: E402
 from service.cli.serve import gunicorn_command  # noqa: E402
 from service.storage.embedded import die_with_parent, find_server_binary, free_port, ping  # noqa: E402
 from service.storage.wakeups import game_message  # noqa: E402
@@ -209,6 +210,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--target", type=int, default=7, help="points a game is played to")
     ap.add_argument("--move-limit", type=float, default=10.0)
+    ap.add_argument("--host-rate", type=int, default=None,
+                    help="ARENA_CALLBACK_HOST_RATE for the service (default: the service's)")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-webhooks-"))
@@ -227,6 +230,8 @@ def main() -> None:
         env = {**os.environ, "REDIS_URL": f"redis://{HOST}:{rport}/0", "ARENA_KEY_PREFIX": prefix,
                "ARENA_RATE_LIMIT": "0", "ARENA_LOG_LEVEL": "warning", "ARENA_ACCESS_LOG": "0",
                "ARENA_CALLBACK_NETWORKS": "127.0.0.0/8", "PYTHONPATH": str(ROOT)}
+        if args.host_rate is not None:
+            env["ARENA_CALLBACK_HOST_RATE"] = str(args.host_rate)
         log = (tmp / "service.log").open("wb")
         service = subprocess.Popen(gunicorn_command(HOST, port, args.workers), env=env,
                                    stdout=log, stderr=log, cwd=ROOT, preexec_fn=die_with_parent)
@@ -250,6 +255,15 @@ def main() -> None:
             "PUT", "/bots/me/callback", {"url": f"http://{HOST}:{server.server_port}/"})
         webhook_bot.choose = lambda view, legal: legal[0]  # the same games as by pull
         box["app"] = webhook_bot.create_app(reg["secret"])
+        # nothing but the verification reaches the URL until it has echoed the challenge
+        # (about a second after the registration): wait for it, outside the measurement
+        started = time.monotonic()
+
+        def verified() -> bool:
+            return bool(Api(url, hook["token"]).call("GET", "/bots/me/callback")[1]["verified"])
+
+        wait_until(verified, 30, "the callback URL's verification")
+        verify_s = round(time.monotonic() - started, 2)
 
         webhook = run_phase(url, stamps, (hook["id"], hook["token"]), args.games, args.tables,
                             args.target, args.move_limit)
@@ -268,7 +282,10 @@ def main() -> None:
                        "of H's action",
             "config": {"games": args.games, "tables": args.tables, "workers": args.workers,
                        "target": args.target, "move_limit": args.move_limit,
+                       "host_rate": args.host_rate if args.host_rate is not None else
+                       CALLBACK_DEFAULTS["ARENA_CALLBACK_HOST_RATE"],
                        "cpus": os.cpu_count(), "host": socket.gethostname()},
+            "verified_after_s": verify_s,
             "webhook": webhook,
             "pull_wait": pull,
         }, indent=2))

@@ -97,6 +97,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "getBotsMeCallback": Endpoint("GET", "/bots/me/callback"),
     "deleteBotsMeCallback": Endpoint("DELETE", "/bots/me/callback", safe=False),
     "getBotsMeCallbackDeliveries": Endpoint("GET", "/bots/me/callback/deliveries"),
+    # asking again is harmless: a verified URL stays as it is, a pending one is sent one more
+    "postBotsMeCallbackVerify": Endpoint("POST", "/bots/me/callback/verify"),
     "postGames": Endpoint("POST", "/games", safe=False),
     "getGames": Endpoint("GET", "/games"),
     "getGamesGameId": Endpoint("GET", "/games/{game_id}"),
@@ -594,13 +596,19 @@ class ArenaClient:
         return Bot.of(self._call("getBotsBotId", bot_id=bot_id))
 
     def set_callback(self, url: str) -> JSON:
-        """``PUT /bots/me/callback``: the service calls ``url`` on this bot's turns from now
-        on; returns ``url``, ``created`` and the signing ``secret`` (shown only here)."""
+        """``PUT /bots/me/callback``: the service calls ``url`` on this bot's turns once the
+        URL has answered its verification (``verified``); returns ``url``, ``created``,
+        ``verified``, ``verification`` and the signing ``secret`` (shown only here)."""
         return dict(self._call("putBotsMeCallback", json={"url": url}))
 
     def callback(self) -> JSON:
         """``GET /bots/me/callback``: the registered URL (``ArenaError`` not-found if none)."""
         return dict(self._call("getBotsMeCallback"))
+
+    def verify_callback(self) -> JSON:
+        """``POST /bots/me/callback/verify``: send the URL's verification again now (after
+        the bot's server came up late); returns the callback with ``verified``."""
+        return dict(self._call("postBotsMeCallbackVerify", json={}))
 
     def remove_callback(self) -> None:
         """``DELETE /bots/me/callback``: back to playing by pull."""

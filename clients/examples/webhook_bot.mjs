@@ -4,7 +4,8 @@
 //
 // Checks every request before believing it: the HMAC-SHA256 signature over
 // "<Arena-Timestamp>." + body with your secret, a timestamp within a minute of this
-// machine's clock, and a delivery id not seen before (a replay). Change choose().
+// machine's clock, and a delivery id not seen before (a replay). It answers the service's
+// verification of its URL (event "verify": the challenge echoed). Change choose().
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer } from "node:http";
 
@@ -34,6 +35,8 @@ createServer((req, res) => {
     if (seen.has(msg.delivery)) return reply(res, 409); // replayed within the minute
     seen.add(msg.delivery);
     if (seen.size > 10000) seen.delete(seen.values().next().value);
+    // the URL's verification, before anything else is sent: echo the challenge
+    if (msg.event === "verify") return reply(res, 200, { challenge: msg.challenge });
     if (msg.event !== "turn") return reply(res, 204); // start or end: nothing to answer
     reply(res, 200, { action: choose(msg.view, msg.view.legal_actions) });
   });

@@ -8,6 +8,13 @@ Register its URL once (the answer's ``secret`` is shown only then):
     curl -X PUT $ARENA/bots/me/callback -H "Authorization: Bearer $TOKEN" \\
          -H 'Content-Type: application/json' -d '{"url": "https://you.example/allfours"}'
 
+then start this bot with that secret within a minute: the service first sends a signed
+``verify`` request (about a second after the registration, then again after 4, 15 and
+60 s), which this bot answers by echoing its ``challenge``, and calls nothing else until
+the URL has passed. Started later? Ask again:
+
+    curl -X POST $ARENA/bots/me/callback/verify -H "Authorization: Bearer $TOKEN"
+
 Every request is checked before it is believed: the HMAC-SHA256 signature over
 ``"<Arena-Timestamp>." + body`` with your secret, a timestamp within a minute of this
 machine's clock, and a ``delivery`` id not seen before (a replay). Change ``choose``.
@@ -49,6 +56,8 @@ def create_app(secret: str) -> Flask:
         if msg["delivery"] in seen:
             abort(409)  # replayed within the minute
         seen.append(msg["delivery"])
+        if msg["event"] == "verify":  # the URL's verification: echo the challenge
+            return jsonify(challenge=msg["challenge"])
         if msg["event"] != "turn":  # "start" or "end": nothing to answer
             return "", 204
         view = msg["view"]

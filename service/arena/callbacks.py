@@ -16,6 +16,30 @@ happened is kept as a **delivery record** the bot can read (``GET
 the bot's next ``turn`` request there (``last_failure``). ``start`` and ``end``
 notifications tell it when a game it sits in begins and ends (answer ignored).
 
+**Verified first.** A URL is sent nothing but a verification request until it has shown
+that it wants the calls (as Slack's url_verification and Twitch's
+webhook_callback_verification): about a second after the registration (time for the bot
+to keep its new secret), some process's dispatcher POSTs a signed ``verify`` request
+with a random ``challenge``; the URL passes by answering 200 with the challenge echoed
+(``{"challenge": "..."}``, or the bare challenge). Until then (``verified: false``,
+``verification.status: pending``) its seats' turns are not called (they fall to the move
+deadline's default action, as any failed call's do) and its notifications wait. A URL
+that fails is tried again after 4, 15 and 60 s (``VERIFY_SCHEDULE_S``), then ``failed``
+(its pending notifications are dropped) until the bot asks again (``POST
+/bots/me/callback/verify``). Registering a URL again (a new secret) verifies it afresh.
+So a stranger's server named as a callback receives at most ``len(VERIFY_SCHEDULE_S)``
+verification requests per registration, and nothing else. Each attempt is a delivery
+record (``event: verify``). An outcome is written only while its verification is still
+the bot's current one (``SET_IF_VID``), so an answer for a replaced URL changes nothing.
+
+**Deliveries per host are capped**: at most ``ARENA_CALLBACK_HOST_RATE`` calls per second
+to one host (the URL's host name, in lower case), across every bot and every process,
+counted in one Redis counter per host and second (``{p}rl:cbhost:<host>:<second>``,
+incremented and compared in one step, expiring after the second). A call past it is not
+made: a turn falls to the normal failure path (recorded as ``host-rate-limited``; the
+move deadline's default action), a notification is dropped, a verification attempt
+fails and is tried again on its schedule.
+
 **Who delivers: claims with leases, like the deadlines.** Every process runs a
 ``Dispatcher``. The truth of "whose turn is it" is the game itself (and the bot's turn set,
 which ``Store.COMMIT`` keeps with every change): a dispatcher looks at a webhook bot's turn
@@ -48,22 +72,29 @@ has seen (``clients/examples/webhook_bot.py``).
 **Safe by default (SSRF).** The address is checked when the connection is made, after
 DNS resolution (``Guard``, used by the pool's connection class), so a name that resolves to
 a private address at call time is refused however it resolved at registration (no DNS
-rebinding). Loopback, private, link-local, shared, multicast and reserved addresses are
-refused unless inside a network of ``ARENA_CALLBACK_NETWORKS`` (comma-separated CIDRs, e.g.
-``127.0.0.0/8`` for tests). Redirects are not followed (a 3xx is a bad answer), the
-answer is read up to ``ARENA_CALLBACK_MAX_BYTES``, compressed answers are refused.
-Outbound connections come from one urllib3 pool per process (urllib3, not ``requests``:
+rebinding); an IP literal is checked at registration too, by the same function
+(``is_public_address``). Loopback, private, link-local, shared, multicast, reserved and
+site-local addresses, and every IPv6 form that embeds or routes to an IPv4 address
+(IPv4-compatible, IPv4-mapped, IPv4-translated, NAT64, 6to4, Teredo; ISATAP when the IPv4
+inside is not public), are refused unless inside a network of ``ARENA_CALLBACK_NETWORKS``
+(comma-separated CIDRs, e.g. ``127.0.0.0/8`` for tests). Redirects are not followed (a 3xx
+is a bad answer), the answer is read up to ``ARENA_CALLBACK_MAX_BYTES``, compressed answers
+are refused. Outbound connections come from one urllib3 pool per process (urllib3, not ``requests``:
 its connection class is where the resolved address can be checked).
 
 **Keys** (one hash tag per bot, so every multi-key step stays in one cluster slot):
-``{p}{hook:B}:cfg`` (hash: url, secret, created), ``{p}{hook:B}:claim:{game}:{v}``,
+``{p}{hook:B}:cfg`` (hash: url, secret, created; verified, verification, vid (the current
+verification's id), tries, checked, vdetail), ``{p}{hook:B}:claim:{game}:{v}``,
 ``{p}{hook:B}:deliveries`` (list of records, newest first, capped),
 ``{p}{hook:B}:failed`` (hash game -> the last failed turn delivery there),
 ``{p}{hook:B}:notify`` (sorted set of pending start/end notifications, score = due time,
-claimed with leases like the deadlines). The one shared key, ``{p}hooks`` (set of bot
-ids), is written as a second step: registration writes the config first, removal removes
-the id first; a crash between leaves an id without a config (skipped and dropped by the
-next repair pass) or a config without the id (the bot's retried ``PUT`` adds it).
+claimed with leases like the deadlines). The shared keys: ``{p}hookverify`` (sorted set
+of pending verifications ``<bot>|<vid>``, score = due time, claimed with leases; an entry
+leaves it once its URL passed, failed for good, or was replaced or removed) and
+``{p}hooks`` (set of bot ids), which is written as a second step: registration writes the
+config first, removal removes the id first; a crash between leaves an id without a
+config (skipped and dropped by the next repair pass) or a config without the id (the
+bot's retried ``PUT`` adds it).
 """
 
 from __future__ import annotations
@@ -105,15 +136,36 @@ from service.storage.wakeups import Waiter
 
 log = logging.getLogger(__name__)
 
+# Why 300 calls per second per host by default: the cap bounds what this service can be
+# made to send one host that has consented (verification keeps it from calling any other)
+# and must not throttle a bot playing flat out. Measured (bench/webhooks.py, 2 busy cores,
+# the example bot answering at once, no cap): 164 turns in 1.2 s at 4 tables and 323 in
+# 1.9 s at 8, about 140-180 calls/s to its host with the notifications; with a cap of 50
+# the 4-table run lost 11 turns to it (10 default actions), with 200 none. 300 is about
+# twice the flat-out bot, while a thousand self-play games (the issue's 10 made 886 calls
+# in 60 s, 15/s) would otherwise send one host 1,500/s.
+HOST_RATE = 300
+
 DEFAULTS: dict[str, Any] = {
     # comma-separated CIDRs callbacks may reach besides public addresses ("" none)
     "ARENA_CALLBACK_NETWORKS": "",
     "ARENA_CALLBACK_TIMEOUT": 10.0,  # seconds: a call's budget when the deadline allows
     "ARENA_CALLBACK_RETRIES": 2,  # extra attempts where no answer came
     "ARENA_CALLBACK_MAX_BYTES": 16384,  # the largest answer read
+    # calls per second to one host (the URL's host name), across every bot and process;
+    # 0: no cap (see HOST_RATE for why this number)
+    "ARENA_CALLBACK_HOST_RATE": HOST_RATE,
     "ARENA_CALLBACKS": "1",  # "0": this process delivers nothing (others may)
 }
 
+# Verification of a callback URL (see the module docstring): the delay before each attempt,
+# counted from the registration (or the request to verify again) and then from the attempt
+# before. The first waits a second so the bot can keep the secret the registration
+# answered before a request signed with it arrives; then 4, 15 and 60 s (a server being
+# deployed, a restart), about 80 s in all, after which the URL is ``failed`` until the bot
+# asks again (``POST /bots/me/callback/verify``).
+VERIFY_SCHEDULE_S = (1.0, 4.0, 15.0, 60.0)
+VERIFY_TIMEOUT_S = 5.0  # one verification call's budget (connecting, retries, the answer)
 SCAN_S = 0.5  # how often every webhook bot's turns are re-checked (the repair pass)
 LEASE_MARGIN_S = 5.0  # a claim outlives its call's budget by this much
 DEADLINE_MARGIN_S = 0.15  # the answer must be back this long before the deadline
@@ -146,6 +198,18 @@ OUTCOMES = {
     "refused": "the action was refused as a pulled one would be (`problem` says why: "
     "illegal-action, not-your-turn, version-conflict...)",
     "no-time": "too little time was left before the deadline to call",
+    "host-rate-limited": "the URL's host had had its `ARENA_CALLBACK_HOST_RATE` calls this "
+    "second (across every bot): no call was made; a turn falls to the deadline's default",
+    "verified": "the verification request's challenge was echoed: the URL gets calls",
+    "not-verified": "the answer to the verification request was a 200 that did not echo "
+    "the challenge",
+}
+
+VERIFICATION = {
+    "pending": "a verification request is due or under way; nothing else is sent",
+    "verified": "the URL echoed the challenge: turns, start and end are sent to it",
+    "failed": "every attempt failed: nothing is sent until you ask again "
+    "(`POST /bots/me/callback/verify`)",
 }
 
 
@@ -174,6 +238,22 @@ def failed_key(p: str, bot: str) -> str:
 
 def notify_key(p: str, bot: str) -> str:
     return f"{p}{{hook:{bot}}}:notify"
+
+
+def verify_key(p: str) -> str:
+    """Pending verifications (sorted set: ``<bot>|<verification id>``, score = due time),
+    claimed with leases like the notifications; shared by every bot, like ``hooks``."""
+    return f"{p}hookverify"
+
+
+# KEYS[1] a bot's config. ARGV[1] the verification id the outcome is for; then fields and
+# values to set. Written only if the config still has that id: an answer for a URL since
+# replaced (or a verification asked again) changes nothing.
+SET_IF_VID = """
+if redis.call('HGET', KEYS[1], 'vid') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+return 1
+"""
 
 
 # KEYS[1] the bot's pending notifications. ARGV: now, lease-until. As ``Store.CLAIM``.
@@ -226,21 +306,78 @@ def parse_networks(text: str | Iterable[str]) -> list[IPNetwork]:
         raise ValueError(f"ARENA_CALLBACK_NETWORKS: {exc}") from None
 
 
+# IPv6 forms that carry an IPv4 address or hand the packet to IPv4: a connection to one of
+# them reaches whatever IPv4 address it embeds (a dual-stack host, a NAT64 or 6to4 relay,
+# a Teredo server), which ``ipaddress.is_global`` does not look at (it calls
+# ``::7f00:1``, ``64:ff9b::7f00:1`` and ``2002:7f00:1::`` global). Refused outright: a
+# bot with a public IPv4 address names that address (or a host name resolving to it).
+EMBEDS_IPV4 = tuple(ipaddress.IPv6Network(n) for n in (
+    "::/96",  # IPv4-compatible (deprecated, RFC 4291), :: and ::1 included
+    "::ffff:0:0/96",  # IPv4-mapped (RFC 4291), however spelled (::ffff:7f00:1 too)
+    "::ffff:0:0:0/96",  # IPv4-translated (RFC 2765, SIIT)
+    "64:ff9b::/96",  # NAT64 well-known prefix (RFC 6052)
+    "64:ff9b:1::/48",  # NAT64 local-use prefixes (RFC 8215)
+    "2002::/16",  # 6to4 (RFC 3056)
+    "2001::/32",  # Teredo (RFC 4380)
+))
+SITE_LOCAL = ipaddress.IPv6Network("fec0::/10")  # deprecated (RFC 3879), still routed inside
+# An ISATAP interface id (RFC 5214): ``0000:5efe`` or ``0200:5efe`` then an IPv4 address.
+_ISATAP_IDS = (0x00005EFE, 0x02005EFE)
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries, in any of the forms above or an ISATAP
+    interface id; None when it carries none."""
+    n = int(ip)
+    if any(ip in net for net in EMBEDS_IPV4[:5]):
+        return ipaddress.IPv4Address(n & 0xFFFFFFFF)  # the last 32 bits
+    if ip in EMBEDS_IPV4[5]:  # 6to4: 2002:AABB:CCDD::/48
+        return ipaddress.IPv4Address((n >> 80) & 0xFFFFFFFF)
+    if ip.teredo is not None:  # (server, client): the client's address, obfuscated
+        return ip.teredo[1]
+    if (n >> 32) & 0xFFFFFFFF in _ISATAP_IDS:
+        return ipaddress.IPv4Address(n & 0xFFFFFFFF)
+    return None
+
+
+def is_public_address(ip: IPAddress) -> bool:
+    """Whether a callback may connect to ``ip`` without the operator's say-so: a globally
+    routable unicast address that is not, and does not lead to, anything else. Refused:
+    loopback, private, link-local, carrier-grade NAT, multicast, reserved, unspecified,
+    site-local ``fec0::/10``, every IPv6 form that embeds or routes to an IPv4 address
+    (``EMBEDS_IPV4``), and any other address whose embedded IPv4 (an ISATAP interface id)
+    is not public. The one rule for both checks: the URL's literal at registration, and
+    every resolved address at connection time (``Guard``)."""
+    if ip.is_multicast or not ip.is_global:
+        return False
+    if isinstance(ip, ipaddress.IPv4Address):
+        return True
+    if ip in SITE_LOCAL or any(ip in net for net in EMBEDS_IPV4):
+        return False
+    inner = embedded_ipv4(ip)
+    return inner is None or is_public_address(inner)
+
+
 class Guard:
-    """Which addresses a callback may connect to: public (globally routable) addresses,
-    and any address inside ``allowed``. Everything else — loopback, private, link-local,
-    carrier-grade NAT, multicast, reserved, unspecified — is refused. An IPv4-mapped IPv6
-    address is judged as the IPv4 address it carries."""
+    """Which addresses a callback may connect to: public ones (``is_public_address``),
+    and any address inside ``allowed`` (``ARENA_CALLBACK_NETWORKS``; an IPv6 address that
+    embeds an IPv4 one is also allowed when that IPv4 address is, so an operator who
+    allows ``127.0.0.0/8`` for tests allows ``::ffff:127.0.0.1`` with it)."""
 
     def __init__(self, allowed: Iterable[IPNetwork] = ()) -> None:
         self.allowed = list(allowed)
 
+    def _inside(self, ip: IPAddress) -> bool:
+        return any(ip.version == n.version and ip in n for n in self.allowed)
+
     def allows(self, ip: IPAddress) -> bool:
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        if any(ip.version == n.version and ip in n for n in self.allowed):
+        if self._inside(ip):
             return True
-        return ip.is_global and not ip.is_multicast
+        if isinstance(ip, ipaddress.IPv6Address):
+            inner = embedded_ipv4(ip)
+            if inner is not None and self._inside(inner):
+                return True
+        return is_public_address(ip)
 
     def literal_refused(self, host: str) -> bool:
         """A URL whose host is an IP literal outside the allowed networks can never be
@@ -404,6 +541,20 @@ def check_url(url: str, guard: Guard) -> str | None:
     return None
 
 
+def echoes(body: bytes, challenge: str) -> bool:
+    """Whether an answer to a verification request echoes its challenge: the JSON
+    ``{"challenge": "<it>"}`` (as Slack's url_verification), or the bare challenge as the
+    whole body (as Twitch's), surrounding white space aside."""
+    text = body.strip()
+    if text == challenge.encode():
+        return True
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and answer.get("challenge") == challenge
+
+
 class Callbacks:
     """Registration, delivery records, and the calls themselves; one per process."""
 
@@ -416,8 +567,10 @@ class Callbacks:
         self.retries = int(cfg["ARENA_CALLBACK_RETRIES"])
         self.max_bytes = int(cfg["ARENA_CALLBACK_MAX_BYTES"])
         self.enabled = str(cfg["ARENA_CALLBACKS"]) != "0"
+        self.host_rate = int(cfg["ARENA_CALLBACK_HOST_RATE"])
         self.pool = make_pool(self.guard)
         self._claim_notes = self.store.r.register_script(CLAIM_NOTES)
+        self._set_if_vid = self.store.r.register_script(SET_IF_VID)
         # Called with each finished delivery record (the bench and tests listen here).
         self.on_record: list[Any] = []
 
@@ -428,37 +581,156 @@ class Callbacks:
     # --- registration ----------------------------------------------------------------------
 
     def register(self, bot_id: str, url: str) -> dict[str, Any]:
-        """Set (or replace) the bot's callback URL with a new secret, shown only here."""
+        """Set (or replace) the bot's callback URL with a new secret, shown only here. The
+        URL is unverified until it echoes a verification request's challenge (sent about
+        ``VERIFY_SCHEDULE_S[0]`` seconds from now, by any process's dispatcher); until
+        then it is sent nothing else. A new URL (or the same one again: a new secret) is
+        verified afresh."""
         why = check_url(url, self.guard)
         if why is not None:
             raise Problem("validation", f"url: {why}", errors={"url": [why]})
         secret = "whsec_" + secrets.token_urlsafe(32)
         created = int(time.time())
+        vid = secrets.token_hex(8)
         r = self.store.r
-        r.hset(cfg_key(self.p, bot_id), mapping={"url": url, "secret": secret,
-                                                 "created": created})
+        old = r.hget(cfg_key(self.p, bot_id), "vid")
+        r.hset(cfg_key(self.p, bot_id), mapping={
+            "url": url, "secret": secret, "created": created, "verified": 0,
+            "verification": "pending", "vid": vid, "tries": 0, "checked": "", "vdetail": ""})
         r.sadd(hooks_key(self.p), bot_id)
+        self._schedule(bot_id, old, vid, VERIFY_SCHEDULE_S[0])
         self.wake(bot_id)
-        return {"url": url, "created": created, "secret": secret}
+        return {**self.registration(bot_id), "secret": secret}
+
+    def _schedule(self, bot_id: str, old_vid: bytes | str | None, vid: str,
+                  delay_s: float) -> None:
+        """Queue the verification ``vid`` of ``bot_id`` in ``delay_s`` seconds, in place of
+        the one queued before (``old_vid``)."""
+        pipe = self.store.r.pipeline(transaction=False)
+        if old_vid:
+            old = old_vid.decode() if isinstance(old_vid, bytes) else old_vid
+            pipe.zrem(verify_key(self.p), f"{bot_id}|{old}")
+        pipe.zadd(verify_key(self.p), {f"{bot_id}|{vid}": time.time() + delay_s})
+        pipe.execute()
 
     def config(self, bot_id: str) -> dict[str, Any] | None:
         raw = self.store.r.hgetall(cfg_key(self.p, bot_id))
         if not raw or b"url" not in raw:
             return None
+        # a config written before verification existed counts as verified: it was
+        # registered under the old rules and has been called since
+        verified = raw.get(b"verified", b"1") == b"1"
         return {"url": raw[b"url"].decode(), "secret": raw[b"secret"].decode(),
-                "created": int(raw[b"created"])}
+                "created": int(raw[b"created"]), "verified": verified,
+                "verification": (raw.get(b"verification") or b"verified").decode(),
+                "vid": (raw.get(b"vid") or b"").decode(),
+                "tries": int(raw.get(b"tries") or 0),
+                "checked": float(raw[b"checked"]) if raw.get(b"checked") else None,
+                "vdetail": (raw.get(b"vdetail") or b"").decode() or None}
 
     def registration(self, bot_id: str) -> dict[str, Any]:
         cfg = self.config(bot_id)
         if cfg is None:
             raise Problem("not-found", "this bot has no callback URL")
-        return {"url": cfg["url"], "created": cfg["created"]}
+        return {"url": cfg["url"], "created": cfg["created"], "verified": cfg["verified"],
+                "verification": {"status": cfg["verification"], "attempts": cfg["tries"],
+                                 "at": cfg["checked"], "detail": cfg["vdetail"]}}
+
+    def summary(self, bot_id: str) -> dict[str, Any] | None:
+        """``registration`` for ``GET /bots/me`` (None: no callback URL)."""
+        try:
+            return self.registration(bot_id)
+        except Problem:
+            return None
+
+    def request_verification(self, bot_id: str) -> dict[str, Any]:
+        """Verify the URL again, at once (the bot has its secret by now): for a URL that
+        failed or is still pending. A verified URL stays as it is (nothing is sent)."""
+        cfg = self.config(bot_id)
+        if cfg is None:
+            raise Problem("not-found", "this bot has no callback URL")
+        if not cfg["verified"]:
+            vid = secrets.token_hex(8)
+            self.store.r.hset(cfg_key(self.p, bot_id), mapping={
+                "verification": "pending", "vid": vid, "tries": 0, "vdetail": ""})
+            self._schedule(bot_id, cfg["vid"], vid, 0.0)
+            self.wake(bot_id)
+        return self.registration(bot_id)
+
+    def verify_once(self, bot_id: str, vid: str) -> dict[str, Any] | None:
+        """One verification attempt of ``bot_id``'s URL (the verification ``vid``): a
+        signed ``verify`` request with a random ``challenge``; passed when the answer is
+        200 and echoes it (``{"challenge": "<it>"}``, or the bare challenge as the body).
+        Passed: the URL is verified and the bot's turns are looked at. Failed: again
+        after the next delay of ``VERIFY_SCHEDULE_S``, or ``failed`` after the last. The
+        outcome is written only if the verification is still current (``SET_IF_VID``).
+        The delivery record, or None when there was nothing to verify."""
+        member = f"{bot_id}|{vid}"
+        cfg = self.config(bot_id)
+        r = self.store.r
+        if cfg is None or cfg["vid"] != vid or cfg["verified"]:
+            r.zrem(verify_key(self.p), member)
+            return None
+        started = time.time()
+        challenge = secrets.token_urlsafe(24)
+        envelope = {"event": "verify", "delivery": "", "bot_id": bot_id,
+                    "challenge": challenge}
+        result = self.call(cfg, envelope, VERIFY_TIMEOUT_S)
+        record: dict[str, Any] = {
+            "event": "verify", "game_id": None, "version": None, "seat": None,
+            "at": round(started, 3), "status": result.status, "action": None,
+            "problem": None, "attempts": result.attempts,
+            "latency_ms": round((time.time() - started) * 1000, 2),
+            "outcome": "verified", "detail": None,
+        }
+        if result.error is not None:
+            record.update(outcome=result.error, detail=result.detail)
+        elif result.status != 200:
+            record.update(outcome="http-error",
+                          detail=f"the answer's status was {result.status}, not 200")
+        elif not echoes(result.body, challenge):
+            record.update(outcome="not-verified",
+                          detail='the answer did not echo the challenge: answer 200 with '
+                          '{"challenge": "<the request\'s challenge>"}')
+        tries = cfg["tries"] + 1
+        passed = record["outcome"] == "verified"
+        last = tries >= len(VERIFY_SCHEDULE_S)
+        state = "verified" if passed else ("failed" if last else "pending")
+        written = self._set_if_vid(keys=[cfg_key(self.p, bot_id)], args=[
+            vid, "verified", int(passed), "verification", state, "tries", tries,
+            "checked", round(started, 3), "vdetail", record["detail"] or ""])
+        if not written:  # replaced meanwhile: this outcome is for an old URL
+            return None
+        if passed or last:
+            r.zrem(verify_key(self.p), member)
+        else:
+            r.zadd(verify_key(self.p), {member: time.time() + VERIFY_SCHEDULE_S[tries]})
+        self._record(bot_id, record)
+        if passed:
+            self.wake(bot_id)
+        return record
+
+    def claim_verifications(self) -> list[tuple[str, str]]:
+        """The due verifications this process is to send, (bot, vid) each, leased like
+        the notifications: a process that dies mid-call leaves them due again after the
+        lease."""
+        now = time.time()
+        due = self._claim_notes(keys=[verify_key(self.p)],
+                                args=[now, now + VERIFY_TIMEOUT_S + LEASE_MARGIN_S])
+        out = []
+        for raw in due:
+            bot, _, vid = raw.decode().partition("|")
+            out.append((bot, vid))
+        return out
 
     def remove(self, bot_id: str) -> None:
         r = self.store.r
         r.srem(hooks_key(self.p), bot_id)
+        vid = r.hget(cfg_key(self.p, bot_id), "vid")
         if not r.delete(cfg_key(self.p, bot_id)):
             raise Problem("not-found", "this bot has no callback URL")
+        if vid:
+            r.zrem(verify_key(self.p), f"{bot_id}|{vid.decode()}")
 
     def deliveries(self, bot_id: str, limit: int, game_id: str | None = None
                    ) -> list[dict[str, Any]]:
@@ -530,6 +802,11 @@ class Callbacks:
             left = end - time.monotonic()
             if left < MIN_BUDGET_S:
                 break
+            refused = self._host_refuses(cfg["url"])
+            if refused is not None:
+                result = CallResult(error="host-rate-limited", detail=refused,
+                                    attempts=attempt - 1)
+                break
             envelope = {**envelope, "delivery": secrets.token_hex(8)}
             body, headers = self._request(cfg, envelope)
             result = post(self.pool, cfg["url"], body, headers, left, self.max_bytes)
@@ -541,6 +818,19 @@ class Callbacks:
                 break
             time.sleep(wait)
         return result
+
+    def _host_refuses(self, url: str) -> str | None:
+        """Count one call to ``url``'s host in this second (every bot, every process: one
+        Redis counter, incremented and compared as INCR returned it); why it may not be
+        made, or None. The host is the URL's host name (or address) in lower case."""
+        if not self.host_rate:
+            return None
+        host = (urlsplit(url).hostname or "").lower()
+        count, _ = self.store.hit("cbhost:" + host, 1)
+        if count <= self.host_rate:
+            return None
+        return (f"more than {self.host_rate} calls to {host} in one second "
+                "(ARENA_CALLBACK_HOST_RATE)")
 
     # --- a turn ---------------------------------------------------------------------------------
 
@@ -580,12 +870,11 @@ class Callbacks:
 
     def try_turn(self, bot_id: str, game: Game, cfg: dict[str, Any] | None = None) -> bool:
         """Claim and deliver in one go; False when there was nothing to claim."""
+        cfg = cfg or self.config(bot_id)
+        if cfg is None or not cfg["verified"]:  # an unverified URL is sent nothing
+            return False
         claim = self.claim_turn(bot_id, game)
         if claim is None:
-            return False
-        cfg = cfg or self.config(bot_id)
-        if cfg is None:
-            self.store.r.delete(claim.key)
             return False
         self.run_claimed(claim, cfg)
         return True
@@ -796,13 +1085,32 @@ class Dispatcher(BackgroundLoop):
             wakeups.start()
 
     def scan_once(self) -> set[str]:
-        """The repair pass: every webhook bot is looked at."""
+        """The repair pass: every webhook bot is looked at, and the verifications due are
+        sent."""
         r = self.cb.store.r
         bots = {b.decode() for b in r.smembers(hooks_key(self.cb.p))}
         self._listen(bots)
         for bot in bots:
             self._start(bot)
+        self.verify_due()
         return bots
+
+    def verify_due(self) -> None:
+        """Send each due verification in a thread of its own (a slot of ``CONCURRENCY``
+        each; with none free it is left to the lease, and sent after it)."""
+        for bot, vid in self.cb.claim_verifications():
+            if not self._slots.acquire(blocking=False):
+                break
+            threading.Thread(target=self._verify, args=(bot, vid), daemon=True,
+                             name="allfours-callback-verify").start()
+
+    def _verify(self, bot: str, vid: str) -> None:
+        try:
+            self.cb.verify_once(bot, vid)
+        except Exception:
+            log.warning("verifying the callback of bot %s failed", bot, exc_info=True)
+        finally:
+            self._slots.release()
 
     def _start(self, bot: str) -> None:
         """Work on ``bot`` in a thread of its own unless one is at it already (then once
@@ -838,6 +1146,12 @@ class Dispatcher(BackgroundLoop):
             cb.store.r.srem(hooks_key(cb.p), bot)  # an id left without its config
             return
         store, r = self.arena.store, cb.store.r
+        if not cfg["verified"]:
+            # sent nothing but its verification: its turns fall to the deadline; its
+            # notifications wait for the verification, and go with a URL that failed it
+            if cfg["verification"] == "failed":
+                r.delete(notify_key(cb.p, bot))
+            return
         for game_id in store.bot_turns(bot):
             version = store.get_version(game_id)
             if version is None or r.exists(claim_key(cb.p, bot, game_id, version)):
@@ -914,6 +1228,6 @@ def start_dispatcher(app: Any) -> Dispatcher | None:
     return dispatcher.start()
 
 
-__all__ = ["OUTCOMES", "Callbacks", "Dispatcher", "Guard", "sign", "start_dispatcher",
-           "verify"]
+__all__ = ["OUTCOMES", "Callbacks", "Dispatcher", "Guard", "is_public_address", "sign",
+           "start_dispatcher", "verify"]
 

@@ -10,6 +10,7 @@ from flask import Blueprint, Response
 
 from service.http import callback_schemas as cs
 from service.http.routes import callbacks, operation, respond, sch
+from service.http.schemas import Empty
 
 bp = Blueprint("callbacks", __name__)
 
@@ -25,7 +26,18 @@ _SIGNING = (
 @bp.put("/bots/me/callback")
 @operation(
     summary="Register (or replace) your callback URL: the service calls you on your turns",
-    description="From now on, whenever it is your turn in a game, the service POSTs a "
+    description="First the URL is verified: about a second after this answer (time to "
+    "keep the secret it holds) the service POSTs a signed `verify` request with a random "
+    "`challenge` (see `webhooks`); answer `200` with `{\"challenge\": \"<it>\"}` (or the "
+    "bare challenge as the body). Until the URL has passed (`verified`, here and in `GET "
+    "/bots/me/callback`) it is sent nothing else: your turns fall to the move deadline's "
+    "default action and `start`/`end` wait. A failed verification is tried again after "
+    "4, 15 and 60 s, then `failed` until you ask again (`POST "
+    "/bots/me/callback/verify`). Registering again (another URL, or the same with a new "
+    "secret) verifies afresh. Calls to one host are capped across all bots "
+    "(`ARENA_CALLBACK_HOST_RATE` per second, 300 by default): past it a turn is not "
+    "called, and is recorded as `host-rate-limited`.\n\n"
+    "Once verified, whenever it is your turn in a game, the service POSTs a "
     "`turn` request (see `webhooks` in this contract) to this URL with your seat's view and "
     "applies the action in your answer, exactly as if you had sent it to `POST "
     "/games/{game_id}/actions` with the view's `version` and an `Idempotency-Key`. It also "
@@ -47,10 +59,30 @@ def put_callback(bot_id: str, body: dict[str, Any]) -> Response:
 
 
 @bp.get("/bots/me/callback")
-@operation(summary="Your callback URL (never the secret)", tags=("bots",),
-           response=cs.Callback, auth="required", errors=(404,))
+@operation(summary="Your callback URL and its verification (never the secret)",
+           tags=("bots",), response=cs.Callback, auth="required", errors=(404,))
 def get_callback(bot_id: str) -> Response:
     return respond(sch(cs.Callback), callbacks().registration(bot_id))
+
+
+@bp.post("/bots/me/callback/verify")
+@operation(
+    summary="Verify your callback URL again, now",
+    description="For a URL whose verification failed (or is still pending, e.g. your "
+    "server was not up yet): a new `verify` request is sent at once, and again on the "
+    "same schedule as after a registration if it fails. A verified URL stays as it is "
+    "(nothing is sent). Answers the callback's state; watch `verified` in `GET "
+    "/bots/me/callback` (or `GET /bots/me`) for the outcome, and the `verify` delivery "
+    "records for why it failed.",
+    tags=("bots",),
+    body=Empty,
+    body_required=False,
+    response=cs.Callback,
+    auth="required",
+    errors=(404,),
+)
+def verify_callback(bot_id: str, body: dict[str, Any]) -> Response:
+    return respond(sch(cs.Callback), callbacks().request_verification(bot_id))
 
 
 @bp.delete("/bots/me/callback")

@@ -7,10 +7,20 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from service.arena.callbacks import MAX_URL, OUTCOMES
-from service.http.schemas import ID_PATTERN, ActionIn, Invitation, Out, Pattern, Strict, View
+from service.arena.callbacks import MAX_URL, OUTCOMES, VERIFICATION, VERIFY_SCHEDULE_S
+from service.http.schemas import (
+    ID_PATTERN,
+    ActionIn,
+    Bot,
+    Invitation,
+    Out,
+    Pattern,
+    Strict,
+    View,
+)
 
-EVENTS = ["turn", "start", "end", "invitation"]
+EVENTS = ["turn", "start", "end", "invitation"]  # what a CallbackRequest is
+DELIVERY_EVENTS = [*EVENTS, "verify"]  # what a delivery record may be of
 # the shape only (scheme, a host name or address, a port, a path and query); what may be
 # called is decided on the address (``service.arena.callbacks.check_url``)
 URL_RE = r"^https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?([/?][^\s#]*)?$"
@@ -18,7 +28,8 @@ EVENT_DOC = ("turn: it is your move, answer with an action; start: a game you si
              "begun; end: it is over (the view shows every card); invitation: another "
              "owner's bot invites you to a game (`invitation`; accept or decline it with "
              "`POST /invitations/{id}/accept|decline`). Answers to start, end and "
-             "invitation are ignored")
+             "invitation are ignored; verify: the verification of your URL, answer 200 "
+             "echoing its challenge")
 OUTCOME_DOC = "; ".join(f"`{k}`: {v}" for k, v in OUTCOMES.items())
 
 
@@ -35,9 +46,29 @@ class CallbackIn(Strict):
     )
 
 
+VERIFICATION_DOC = "; ".join(f"`{k}`: {v}" for k, v in VERIFICATION.items())
+SCHEDULE_DOC = ", ".join(f"{x:g}" for x in VERIFY_SCHEDULE_S)
+
+
+class CallbackVerification(Out):
+    status = fields.Str(required=True, validate=validate.OneOf(list(VERIFICATION)),
+                        metadata={"description": VERIFICATION_DOC})
+    attempts = fields.Int(required=True, metadata={
+        "description": f"verification requests sent for this URL so far (at most "
+        f"{len(VERIFY_SCHEDULE_S)}, {SCHEDULE_DOC} s apart counted from the registration)"})
+    at = fields.Float(required=True, allow_none=True, metadata={
+        "description": "unix seconds of the last attempt (null: none yet)"})
+    detail = fields.Str(required=True, allow_none=True, metadata={
+        "description": "why the last attempt failed (null: it passed, or none yet)"})
+
+
 class Callback(Out):
     url = fields.Str(required=True)
     created = fields.Int(required=True, metadata={"description": "unix seconds"})
+    verified = fields.Bool(required=True, metadata={
+        "description": "whether the URL has echoed a verification challenge: until it has, "
+        "it is sent nothing else (your turns fall to the move deadline's default action)"})
+    verification = fields.Nested(CallbackVerification, required=True)
 
 
 class CallbackCreated(Callback):
@@ -49,12 +80,15 @@ class CallbackCreated(Callback):
 
 
 class DeliveryRecord(Out):
-    event = fields.Str(required=True, validate=validate.OneOf(EVENTS),
+    event = fields.Str(required=True, validate=validate.OneOf(DELIVERY_EVENTS),
                        metadata={"description": EVENT_DOC})
-    game_id = fields.Str(required=True, validate=Pattern(ID_PATTERN))
-    version = fields.Int(required=True, metadata={"description": "the game's version the "
-                         "request showed (a turn's action is applied only to it)"})
-    seat = fields.Int(required=True)
+    game_id = fields.Str(required=True, allow_none=True, validate=Pattern(ID_PATTERN),
+                         metadata={"description": "null for `verify`"})
+    version = fields.Int(required=True, allow_none=True, metadata={
+        "description": "the game's version the request showed (a turn's action is applied "
+        "only to it); null for `verify`"})
+    seat = fields.Int(required=True, allow_none=True, metadata={"description": "null for "
+                      "`verify`"})
     at = fields.Float(required=True, metadata={"description": "unix seconds, when the "
                       "delivery began (the service's clock)"})
     outcome = fields.Str(required=True, validate=validate.OneOf(list(OUTCOMES)),
@@ -110,6 +144,29 @@ class CallbackRequest(Out):
     invitation = fields.Nested(Invitation, allow_none=True, metadata={
         "description": "with `invitation`: the invitation (then `seat` is the first seat "
         "held for you and `view` the spectator's view of the waiting game)"})
+
+
+class VerifyRequest(Out):
+    """What the service POSTs to a callback URL before anything else."""
+
+    event = fields.Str(required=True, validate=validate.OneOf(["verify"]))
+    delivery = fields.Str(required=True, metadata={
+        "description": "this request's id (also in `Arena-Delivery`)"})
+    bot_id = fields.Str(required=True, validate=Pattern(ID_PATTERN))
+    challenge = fields.Str(required=True, metadata={
+        "description": "a random string: answer 200 with it echoed"})
+
+
+class VerifyAnswer(Out):
+    """Your answer to ``verify`` (the bare challenge as a ``text/plain`` body passes too)."""
+
+    challenge = fields.Str(required=True, metadata={"description": "the request's challenge"})
+
+
+class BotMe(Bot):
+    callback = fields.Nested(Callback, required=True, allow_none=True, metadata={
+        "description": "your callback URL and its verification (null: none, you play by "
+        "pull); as `GET /bots/me/callback`"})
 
 
 class CallbackAnswer(ActionIn):

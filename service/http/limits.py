@@ -13,13 +13,39 @@ the IETF fields (draft-ietf-httpapi-ratelimit-headers)::
 
 and a 429 adds ``Retry-After``. A client that reads them never needs the 429.
 
-**Failed authentication** is counted per client address only: a token is looked up (a
-read) and only a failure writes, to the address's counter. Once the address has
-``ARENA_AUTH_FAILURE_LIMIT`` failures in ``ARENA_AUTH_FAILURE_WINDOW`` seconds, every
-token lookup it asks for is refused with 429 *before* the token is looked at, so a right
-guess cannot be told apart from a wrong one. Admin-token failures have their own,
-tighter count (``ARENA_ADMIN_FAILURE_LIMIT``). Operations without auth never look at the
-token, so a token sent there is no guess. The client address is ``request.remote_addr``:
+**Failed authentication** is counted per client address *and* per network (the
+address's IPv4 /24 or IPv6 /64; an IPv4-mapped IPv6 address counts as its IPv4), each in
+a counter that expires ``ARENA_AUTH_FAILURE_WINDOW`` seconds after its first failure
+(``{p}rl:fail:<address>:<window>``, ``{p}rl:failnet:<network>:<window>``). A token is
+looked up first, always: a valid token is served whatever other clients of its address
+or network have sent (only its own request budget applies), so nobody can lock a bot
+out by guessing from its address. Only a failed lookup is counted, in the same Redis
+step (``AUTH``), and compared by the value its own increment returned, so concurrent
+failures cannot all see a count below the limit. Past ``ARENA_AUTH_FAILURE_LIMIT``
+failures of the address, or ``ARENA_AUTH_FAILURE_NETWORK_LIMIT`` of its network, a
+failure answers 429 with Retry-After instead of 401. A new address in the same network
+shares the network's count, so stepping across the 256 addresses of a /24 (or the 2^64
+of a /64) buys little more than one address has.
+
+Why a limit, then, that a right guess passes? Tokens are 32 random bytes
+(``secrets.token_urlsafe(32)``): guessing one is infeasible at any rate, so the limit is
+not what keeps tokens secret. It bounds the load and noise of a client that keeps
+sending bad tokens (a broken bot, a scanner) and makes it visible (429s), and it must
+never turn into a way to refuse others' valid tokens. Past the limit a right guess is
+still served (so a right guess *can* be told apart there, as it can below it): the 429
+tells a guesser only that its guesses so far were wrong, which the 401s said already.
+
+**The admin token** is one secret, so its failures are counted tighter
+(``ARENA_ADMIN_FAILURE_LIMIT`` per address, ``ARENA_ADMIN_FAILURE_NETWORK_LIMIT`` per
+network) and *before* the comparison: each attempt takes a number from the atomic
+increment and only attempts within both limits are compared at all (``admin_attempt``);
+300 concurrent wrong guesses with a limit of 5 compare exactly 5. Here a right guess
+cannot be told apart from a wrong one once the limit is reached (both 429), which means
+the admin token too is refused from an address or network that has used up its
+failures until the window ends: the operator calls from elsewhere, waits, or sets the
+network limit to 0. A right admin token gives its count back, so the admin's own calls
+use up nothing. Operations without auth never look at the token, so a token sent there
+is no guess. The client address is ``request.remote_addr``:
 behind a reverse proxy, set ``ARENA_TRUSTED_PROXIES`` to the number of proxies whose
 ``X-Forwarded-For`` may be believed (werkzeug's ``ProxyFix``); without it every client of
 the proxy would share one count, and with it set where no proxy is, a client could name
@@ -31,9 +57,12 @@ belongs there).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import ipaddress
 import math
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, NoReturn
 
@@ -51,9 +80,12 @@ from service.storage.store import PendingHit, Store, pending_hit
 # seen, and a bot that does spend it waits at most 10 s.
 RATE_LIMIT = 3000  # requests per window per bot (or per address without a token)
 RATE_WINDOW = 10  # seconds
+# Failed authentication (see the module docstring for why each number is what it is).
 AUTH_FAILURE_LIMIT = 30  # unknown bot tokens per window per client address
+AUTH_FAILURE_NETWORK_LIMIT = 120  # ... per IPv4 /24 or IPv6 /64 (4 addresses' worth)
 ADMIN_FAILURE_LIMIT = 5  # wrong admin tokens per window per client address
-AUTH_FAILURE_WINDOW = 300  # seconds
+ADMIN_FAILURE_NETWORK_LIMIT = 20  # ... per IPv4 /24 or IPv6 /64
+AUTH_FAILURE_WINDOW = 300  # seconds, from a counter's first failure
 POLICY = "default"
 
 # Views whose first Redis call reads a game: their budget hit rides along with that read
@@ -69,7 +101,16 @@ def reject(detail: str, ttl_ms: int) -> NoReturn:
 
 
 def client_address() -> str:
-    return request.remote_addr or "-"
+    """The client's address (after ``ProxyFix``, when proxies are trusted); an IPv4-mapped
+    IPv6 address (``::ffff:a.b.c.d``, a dual-stack listener's view of an IPv4 client) is
+    that IPv4 address, so one client is one counter however its socket spells it."""
+    addr = request.remote_addr or "-"
+    if addr.startswith("::ffff:") or addr.startswith("::FFFF:"):
+        with contextlib.suppress(ValueError):
+            mapped = ipaddress.IPv6Address(addr).ipv4_mapped
+            if mapped is not None:
+                return str(mapped)
+    return addr
 
 
 def _store() -> Store:
@@ -140,36 +181,80 @@ def add_quota_fields(resp: Response) -> Response:
 # --- failed authentication ---------------------------------------------------------------
 
 
+def client_network(address: str) -> str:
+    """The network ``address`` counts with: its IPv4 /24 or IPv6 /64 (an IPv4-mapped IPv6
+    address, ``::ffff:a.b.c.d``, as its IPv4). Anything that is not an address (``-``) is
+    its own network."""
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    prefix = 24 if ip.version == 4 else 64
+    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
+
+
+def _counters(kind: str, address_limit: int, network_limit: int
+              ) -> list[tuple[str, int, str]]:
+    """(counter, limit, whose) for each failure count that is on (a limit of 0: off)."""
+    address = client_address()
+    out = []
+    if address_limit:
+        out.append((f"{kind}:{address}", address_limit, "this address"))
+    if network_limit:
+        out.append((f"{kind}net:{client_network(address)}", network_limit,
+                    "this address's network"))
+    return out
+
+
+def _over(counters: list[tuple[str, int, str]], counts: list[tuple[int, int]], what: str,
+          window: int) -> None:
+    """429 when any count, as this very attempt's INCR returned it, is past its limit;
+    Retry-After is the longest wait among those over."""
+    over = [(limit, whose, ttl) for (_, limit, whose), (n, ttl) in zip(counters, counts)
+            if n > limit]
+    if over:
+        limit, whose, _ = over[0]
+        reject(f"more than {limit} {what} from {whose} in {window} s",
+               max(ttl for _, _, ttl in over))
+
+
 def bot_for_token(token: str) -> str | None:
-    """The bot behind ``token`` (None: unknown, counted as a failure of this address);
-    429 if the address has failed too often."""
+    """The bot behind ``token``, or None (unknown: 401). The token is looked up first,
+    always, so a valid one is served whatever others sent from its address or network
+    (its own request budget still applies). Only an unknown token is counted, against
+    the address and its network, in the same step as the lookup; past either limit the
+    failure is a 429 with Retry-After instead of a 401."""
     cfg = current_app.config
-    limit, window = cfg["ARENA_AUTH_FAILURE_LIMIT"], cfg["ARENA_AUTH_FAILURE_WINDOW"]
-    bot_id, blocked_ms = _store().guarded_bot_for_token(token, "fail:" + client_address(),
-                                                        limit, window)
-    if blocked_ms:
-        reject(f"more than {limit} failed authentications from this address in {window} s",
-               reset_ms(blocked_ms, window))
+    window = cfg["ARENA_AUTH_FAILURE_WINDOW"]
+    counters = _counters("fail", cfg["ARENA_AUTH_FAILURE_LIMIT"],
+                         cfg["ARENA_AUTH_FAILURE_NETWORK_LIMIT"])
+    bot_id, counts = _store().guarded_bot_for_token(token, [c for c, _, _ in counters],
+                                                    window)
+    if bot_id is None:
+        _over(counters, counts, "failed authentications", window)
     return bot_id
 
 
-def admin_guard() -> None:
-    """Before the admin token is compared: 429 if this address has failed too often."""
+def admin_attempt(compare: Callable[[], bool]) -> bool:
+    """Whether the admin token sent is right (``compare``), counted first: the attempt
+    takes its number from an atomic increment of the address's and the network's counts,
+    and only an attempt within both limits is compared at all (past them: 429, not
+    compared), so N concurrent guesses compare at most the limit's worth, exactly. A
+    right token gives its count back: the admin's own calls use up nothing."""
     cfg = current_app.config
-    limit, window = cfg["ARENA_ADMIN_FAILURE_LIMIT"], cfg["ARENA_AUTH_FAILURE_WINDOW"]
-    if not limit:
-        return
-    count, ttl_ms = _store().peek("adminfail:" + client_address(), window)
-    if count >= limit:
-        reject(f"more than {limit} failed admin authentications from this address in "
-               f"{window} s", reset_ms(ttl_ms, window))
-
-
-def admin_failed() -> None:
-    """Count a wrong admin token against this address."""
-    cfg = current_app.config
-    if cfg["ARENA_ADMIN_FAILURE_LIMIT"]:
-        _store().hit("adminfail:" + client_address(), cfg["ARENA_AUTH_FAILURE_WINDOW"])
+    window = cfg["ARENA_AUTH_FAILURE_WINDOW"]
+    counters = _counters("adminfail", cfg["ARENA_ADMIN_FAILURE_LIMIT"],
+                         cfg["ARENA_ADMIN_FAILURE_NETWORK_LIMIT"])
+    names = [c for c, _, _ in counters]
+    store = _store()
+    _over(counters, store.count_failures(names, window), "failed admin authentications",
+          window)
+    if not compare():
+        return False
+    store.uncount_failures(names, window)
+    return True
 
 
 def install(app: Flask) -> None:
@@ -192,7 +277,9 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_RATE_LIMIT": RATE_LIMIT,
     "ARENA_RATE_WINDOW": RATE_WINDOW,
     "ARENA_AUTH_FAILURE_LIMIT": AUTH_FAILURE_LIMIT,
+    "ARENA_AUTH_FAILURE_NETWORK_LIMIT": AUTH_FAILURE_NETWORK_LIMIT,
     "ARENA_ADMIN_FAILURE_LIMIT": ADMIN_FAILURE_LIMIT,
+    "ARENA_ADMIN_FAILURE_NETWORK_LIMIT": ADMIN_FAILURE_NETWORK_LIMIT,
     "ARENA_AUTH_FAILURE_WINDOW": AUTH_FAILURE_WINDOW,
     "ARENA_TRUSTED_PROXIES": 0,
 }

@@ -248,6 +248,8 @@ def build_spec(app: Flask) -> APISpec:
     spec.components.schema("Variants", schema=s.VariantsOut)
     spec.components.schema("CallbackRequest", schema=cs.CallbackRequest)
     spec.components.schema("CallbackAnswer", schema=cs.CallbackAnswer)
+    spec.components.schema("VerifyRequest", schema=cs.VerifyRequest)
+    spec.components.schema("VerifyAnswer", schema=cs.VerifyAnswer)
     for schema in s.EVENTS.values():
         spec.components.schema(schema.__name__, schema=schema)
     spec.components.schema("Event", {
@@ -330,8 +332,8 @@ _WEBHOOK_HEADERS = [
      "description": "the request's id (the body's `delivery`): refuse one you have seen",
      "schema": {"type": "string"}},
     {"name": "Arena-Event", "in": "header", "required": True,
-     "description": "`turn`, `start`, `end` or `invitation` (the body's `event`)",
-     "schema": {"type": "string", "enum": ["turn", "start", "end", "invitation"]}},
+     "description": "`verify`, `turn`, `start`, `end` or `invitation` (the body's `event`)",
+     "schema": {"type": "string", "enum": ["verify", "turn", "start", "end", "invitation"]}},
 ]
 
 _WEBHOOK_TEXT = """\
@@ -344,7 +346,10 @@ The whole call — connecting, retries, reading — must fit in the time before 
 deadline (less a margin) and in `ARENA_CALLBACK_TIMEOUT` (10 s by default). A call is
 retried (at most `ARENA_CALLBACK_RETRIES` times, 2 by default, each a new `delivery` id
 and signature) only when no answer arrived: the connection was refused, reset, or timed
-out while connecting. An answer of any kind is final.
+out while connecting. An answer of any kind is final. Nothing but `verify` is sent to a
+URL until it has passed its verification, and at most `ARENA_CALLBACK_HOST_RATE` calls a
+second (300 by default) go to one host, across every bot: a call past it is not made
+(`host-rate-limited`).
 """
 
 
@@ -391,7 +396,32 @@ game carries the last failed one as `last_failure`.
             "responses": {"2XX": {"description": "received"}},
         }}
 
+    verify = {
+        "operationId": "callbackVerify",
+        "summary": "Verify your URL: echo the challenge",
+        "description": _WEBHOOK_TEXT + """
+The first request a new callback URL gets, about a second after `PUT /bots/me/callback`
+(so you have kept the secret from its answer), signed like every other. Answer `200` with
+`{"challenge": "<the request's challenge>"}` (or the bare challenge as the whole body, as
+`text/plain`). Until a URL has passed it is sent nothing else: its seats' turns fall to
+the move deadline's default action and `start`/`end` wait. Another answer (another status,
+no echo, no answer in time) fails the attempt: it is sent again after 4, 15 and 60 s, then
+the URL is `failed` until `POST /bots/me/callback/verify`. Each attempt is a delivery record
+(`event: verify`); `GET /bots/me/callback` shows `verified` and the `verification`.
+""",
+        "parameters": _WEBHOOK_HEADERS,
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": {"$ref": "#/components/schemas/VerifyRequest"}}}},
+        "responses": {
+            "200": {"description": "the challenge, echoed", "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/VerifyAnswer"},
+                                     "example": {"challenge": "pVQ3f1aT9x0bYk2N5cE8sH4u"}},
+                "text/plain": {"schema": {"type": "string"}}}},
+            "default": {"description": "anything else: the URL is not verified"},
+        },
+    }
     return {
+        "verify": {"post": verify},
         "turn": {"post": turn},
         "start": note("start", "A game you sit in has begun (every seat taken)"),
         "end": note("end", "A game you sit in is over (`view` shows every card)"),

@@ -27,6 +27,7 @@ from service.arena.export import csv_table
 from service.arena.fanout import direct_socket
 from service.arena.games import Arena, dumps
 from service.arena.tournaments import MAX_GAMES, Tournaments
+from service.http import callback_schemas as cs
 from service.http import limits, quotas
 from service.http import schemas as s
 from service.http.problems import Problem
@@ -227,8 +228,10 @@ def authenticate_admin() -> None:
     """Only ``Authorization: Bearer <ARENA_ADMIN_TOKEN>`` passes: no header is 401, any
     other token (a bot's included) 403. Compared in constant time (``hmac.compare_digest``)
     so the response time says nothing about how much of a guess was right. With no admin
-    token configured, nobody is admin. Wrong tokens are counted per client address and,
-    past ``ARENA_ADMIN_FAILURE_LIMIT``, refused (429) before any comparison."""
+    token configured, nobody is admin. Each attempt is counted per client address and
+    network before it is compared (``limits.admin_attempt``): past
+    ``ARENA_ADMIN_FAILURE_LIMIT`` (or the network's limit) it is refused (429) without a
+    comparison, however many arrive at once."""
     header = request.headers.get("Authorization")
     if not header:
         raise Problem("unauthorized", "send Authorization: Bearer <admin token>")
@@ -236,10 +239,9 @@ def authenticate_admin() -> None:
     token = token.strip()
     if scheme.lower() != "bearer" or not token or len(token) > 200:
         raise Problem("unauthorized", "the Authorization header must be 'Bearer <token>'")
-    limits.admin_guard()
     expected = current_app.config.get("ARENA_ADMIN_TOKEN") or ""
-    if not expected or not hmac.compare_digest(token.encode(), expected.encode()):
-        limits.admin_failed()
+    if not limits.admin_attempt(lambda: bool(expected) and hmac.compare_digest(
+            token.encode(), expected.encode())):
         raise Problem("forbidden", "this needs the service's admin token")
 
 
@@ -267,8 +269,25 @@ def respond(schema: Schema | None, data: Any, status: int = 200,
 def view_response(text: str, version: int, status: int = 200) -> Response:
     resp = Response(text, status=status, mimetype="application/json")
     resp.headers["ETag"] = f'"{version}"'
-    resp.headers["Cache-Control"] = "no-store"
-    resp.headers["Vary"] = "Authorization"
+    return resp
+
+
+# The operations whose answers can hold a seat's own cards (a seat's view, a turn, a
+# record while the game is live, an action's answer: fresh, replayed from the retry memory
+# or after ``?wait``, a seat's event stream). Each answer of theirs (errors too: one rule,
+# nothing to get wrong per view) says ``Cache-Control: no-store`` (no cache, shared or
+# private, keeps a hand) and ``Vary: Authorization`` (what it holds depends on the token).
+SEAT_ANSWERS = frozenset({"api.get_game", "api.join", "api.act", "api.turn", "api.record",
+                          "api.events"})
+
+
+@bp.after_request
+def _seat_answers_are_private(resp: Response) -> Response:
+    """``SEAT_ANSWERS`` are never stored by a cache; the HTML page a browser gets at a
+    game's URL (``pages``, a shell without cards) keeps its own caching."""
+    if request.endpoint in SEAT_ANSWERS and resp.mimetype != "text/html":
+        resp.headers["Cache-Control"] = "no-store"
+        resp.vary.add("Authorization")
     return resp
 
 
@@ -388,9 +407,12 @@ def create_bot(bot_id: str | None, body: dict[str, Any]) -> Response:
 
 
 @bp.get("/bots/me")
-@operation(summary="The bot behind the token", tags=("bots",), response=s.Bot, auth="required")
+@operation(summary="The bot behind the token", description="With `callback`: your "
+           "webhook URL and whether it is verified (null: none).", tags=("bots",),
+           response=cs.BotMe, auth="required")
 def get_me(bot_id: str) -> Response:
-    return respond(sch(s.Bot), arena().bot(bot_id))
+    return respond(sch(cs.BotMe), {**arena().bot(bot_id),
+                                   "callback": callbacks().summary(bot_id)})
 
 
 @bp.get("/bots/me/turns")
@@ -599,8 +621,7 @@ def events(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
                       errors={"Last-Event-ID": ["must be an event id such as 12.3"]})
     gen = arena().stream(game_id, bot_id, query.get("seat"), last,
                          direct_socket(request.environ))
-    resp = Response(gen, mimetype="text/event-stream")
-    resp.headers["Cache-Control"] = "no-store"
+    resp = Response(gen, mimetype="text/event-stream")  # no-store: ``SEAT_ANSWERS``
     resp.headers["X-Accel-Buffering"] = "no"
     return resp
 

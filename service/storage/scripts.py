@@ -123,21 +123,48 @@ return {n, redis.call('PTTL', KEYS[1])}
 """
 
 
-# KEYS[1] the token's key, KEYS[2] the client address's failure counter. ARGV[1] the
-# failure limit (0: none), ARGV[2] its window seconds. Returns {1, bot id} | {0, failures}
-# (unknown: counted) | {2, ttl_ms} (the address is over its limit: not looked up).
-# Only the address's counter is ever written, never anything per guessed token.
-AUTH = """
-if ARGV[1] ~= '0' then
-  local n = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if n >= tonumber(ARGV[1]) then return {2, redis.call('PTTL', KEYS[2])} end
+# KEYS[1..n] failure counters (a client address's, its network's). ARGV[1] their window
+# seconds, counted from each counter's first failure. Each is incremented and the values
+# INCR returned are handed back, in one step: {n1, ttl1_ms, n2, ttl2_ms, ...}. A caller
+# compares those values, never a count it read before, so N concurrent failures are
+# numbered 1..N however they interleave (no check-then-increment race).
+COUNT = """
+local out = {}
+for i = 1, #KEYS do
+  local n = redis.call('INCR', KEYS[i])
+  if n == 1 then redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[1]) * 1000) end
+  out[#out + 1] = n
+  out[#out + 1] = redis.call('PTTL', KEYS[i])
 end
+return out
+"""
+
+# KEYS[1..n] counters ``COUNT`` incremented for an attempt that turned out right (the
+# admin token): each is given back, unless it has expired meanwhile (a DECR then would
+# make a counter of -1 without an expiry).
+UNCOUNT = """
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('DECR', KEYS[i]) end
+end
+return 0
+"""
+
+# KEYS[1] the token's key, KEYS[2..] the failure counters (as ``COUNT``'s). ARGV[1] their
+# window seconds. The token is looked up first, always: {1, bot id} for a known one (no
+# counter is touched, so a valid token is never refused for anyone's failures); an unknown
+# one is counted as ``COUNT`` does: {0, n1, ttl1_ms, n2, ttl2_ms, ...}. Only the counters
+# are ever written, nothing per guessed token.
+AUTH = """
 local bot = redis.call('GET', KEYS[1])
 if bot then return {1, bot} end
-if ARGV[1] == '0' then return {0, 0} end
-local n = redis.call('INCR', KEYS[2])
-if n == 1 then redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[2]) * 1000) end
-return {0, n}
+local out = {0}
+for i = 2, #KEYS do
+  local n = redis.call('INCR', KEYS[i])
+  if n == 1 then redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[1]) * 1000) end
+  out[#out + 1] = n
+  out[#out + 1] = redis.call('PTTL', KEYS[i])
+end
+return out
 """
 
 

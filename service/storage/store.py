@@ -77,6 +77,7 @@ from service.storage.scripts import (
     CLAIM,
     COMMIT,
     COMMIT_CLUSTER,
+    COUNT,
     CREATE_CLUSTER,
     GIVE_BACK,
     QUOTA,
@@ -85,6 +86,7 @@ from service.storage.scripts import (
     READ_CLUSTER,
     TURN_ADD,
     TURNS,
+    UNCOUNT,
 )
 
 __all__ = ["GAME_CACHE_MAX", "Game", "GameCache", "PendingHit", "Retention", "Store",
@@ -175,6 +177,8 @@ class Store:
         self._quota = client.register_script(QUOTA)
         self._give_back = client.register_script(GIVE_BACK)
         self._claim = client.register_script(CLAIM)
+        self._count = client.register_script(COUNT)
+        self._uncount = client.register_script(UNCOUNT)
         if self.cluster:
             self._commit = client.register_script(COMMIT_CLUSTER)
             self._read = client.register_script(READ_CLUSTER)
@@ -182,9 +186,9 @@ class Store:
         else:
             self._commit = client.register_script(COMMIT)
             self._read = client.register_script(READ)
-            self._auth = client.register_script(AUTH)
             self._turns = client.register_script(TURNS)
             self._turn_add = client.register_script(TURN_ADD)
+        self._auth = client.register_script(AUTH)
         # ARENA_FAILPOINT: the process exits (``os._exit``) at that point of a two-step
         # update, for the tests that show the indexes heal (``service.storage.keys``).
         # a cluster client's hot commands go straight to the node that owns the key's
@@ -385,48 +389,63 @@ class Store:
         bot_id = self._tokens[token] = raw.decode()
         return bot_id
 
-    def guarded_bot_for_token(self, token: str, who: str, limit: int,
-                              window_s: int) -> tuple[str | None, int]:
-        """``bot_for_token`` for a request from ``who`` (a client address), which may fail
-        ``limit`` times per ``window_s`` (0: no limit): (bot id or None, 0), or (None,
-        ms until the window ends) when it is over the limit and the token was not looked
-        up. One round trip (``AUTH``), as the plain lookup; a cached token takes none
-        (in a cluster the token and the counter are two slots: up to three)."""
+    def guarded_bot_for_token(self, token: str, counters: list[str], window_s: int
+                              ) -> tuple[str | None, list[tuple[int, int]]]:
+        """``bot_for_token``, counting a failure against each of ``counters`` (a client
+        address's and its network's; none: nothing counted): (bot id, []) for a known
+        token, else (None, [(failures, ms left), ...] as incremented by this failure).
+        The token is always looked up first, so a valid one never waits on anyone's
+        count. One round trip (``AUTH``) on a single Redis, none for a cached token; in a
+        cluster the token and each counter are slots of their own (one call each)."""
         bot_id = self._tokens.get(token)
         if bot_id is not None:
-            return bot_id, 0
-        slot = int(time.time()) // window_s if limit else 0
-        token_key, counter = self.keys.token(token_hash(token)), self.keys.rate(who, slot)
+            return bot_id, []
+        token_key = self.keys.token(token_hash(token))
+        keys = [self.failure_key(c, window_s) for c in counters]
         if self.cluster:
-            code, value = self._auth_steps(token_key, counter, limit, window_s)
+            raw = self.r.get(token_key)
+            out: list[Any] = [1, raw] if raw else [0, *self._count_steps(keys, window_s)]
         else:
-            code, value = self._auth(keys=[token_key, counter], args=[limit, window_s])
-        if int(code) == 2:
-            return None, max(1, int(value))
-        if int(code) != 1:
-            return None, 0
+            out = self._auth(keys=[token_key, *keys], args=[window_s])
+        if int(out[0]) != 1:
+            return None, _pairs(out[1:])
         if len(self._tokens) >= TOKEN_CACHE_MAX:
             self._tokens.clear()
-        bot_id = self._tokens[token] = value.decode()
-        return bot_id, 0
+        bot_id = self._tokens[token] = out[1].decode()
+        return bot_id, []
 
-    def _auth_steps(self, token_key: str, counter: str, limit: int, window_s: int
-                    ) -> tuple[int, Any]:
-        """``AUTH`` in steps (cluster mode), with its answers."""
-        if limit:
-            pipe = self.r.pipeline(transaction=False)
-            pipe.get(counter)
-            pipe.pttl(counter)
-            n, ttl = pipe.execute()
-            if int(n or 0) >= limit:
-                return 2, ttl
-        bot = self.r.get(token_key)
-        if bot:
-            return 1, bot
-        if not limit:
-            return 0, 0
-        n, _ = self._rate(keys=[counter], args=[window_s])
-        return 0, n
+    def failure_key(self, who: str, window_s: int) -> str:
+        """A failure counter: named by its window's length, not by a window number, and
+        expiring ``window_s`` after its first failure (a sliding start, so no boundary
+        hands a guesser a fresh count mid-run)."""
+        return self.keys.rate(who, window_s)
+
+    def count_failures(self, counters: list[str], window_s: int) -> list[tuple[int, int]]:
+        """Count one failure (or one attempt about to be compared) against each counter,
+        atomically: [(count including this one, ms left), ...] (``COUNT``)."""
+        keys = [self.failure_key(c, window_s) for c in counters]
+        if not keys:
+            return []
+        if self.cluster:
+            return _pairs(self._count_steps(keys, window_s))
+        return _pairs(self._count(keys=keys, args=[window_s]))
+
+    def uncount_failures(self, counters: list[str], window_s: int) -> None:
+        """Give back what ``count_failures`` counted for an attempt that was right."""
+        keys = [self.failure_key(c, window_s) for c in counters]
+        if self.cluster:
+            for key in keys:
+                self._uncount(keys=[key])
+        elif keys:
+            self._uncount(keys=keys)
+
+    def _count_steps(self, keys: list[str], window_s: int) -> list[Any]:
+        """``COUNT`` one key at a time (cluster mode: each counter is its own slot)."""
+        out: list[Any] = []
+        for key in keys:
+            n, ttl = self._run(self._rate, [key], [window_s])
+            out += [n, ttl]
+        return out
 
     def bot_turns(self, bot_id: str, live: list[str] | None = None) -> list[str]:
         """Games where it is ``bot_id``'s turn. In a cluster: the bot's live games whose
@@ -990,6 +1009,11 @@ class Store:
         pipe.pttl(key)
         n, ttl = pipe.execute()
         return int(n or 0), max(1, int(ttl))
+
+
+def _pairs(flat: list[Any]) -> list[tuple[int, int]]:
+    """``[n1, ttl1, n2, ttl2, ...]`` → ``[(n1, ttl1), ...]`` (a ttl of at least 1 ms)."""
+    return [(int(flat[i]), max(1, int(flat[i + 1]))) for i in range(0, len(flat) - 1, 2)]
 
 
 def is_cluster(client: Any) -> bool:

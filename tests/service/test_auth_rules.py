@@ -113,9 +113,9 @@ def test_the_contract_states_the_rule(client):
     assert "Authorization" in text and "ignored" in text
 
 
-# the webhook operations (issue 14): each needs the bot's own token
+# the webhook operations (issue 14; verify: issue 23): each needs the bot's own token
 CALLBACK_OPERATIONS = {("PUT", "/bots/me/callback"), ("GET", "/bots/me/callback"),
-                       ("DELETE", "/bots/me/callback"),
+                       ("DELETE", "/bots/me/callback"), ("POST", "/bots/me/callback/verify"),
                        ("GET", "/bots/me/callback/deliveries")}
 
 

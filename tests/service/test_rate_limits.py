@@ -1,6 +1,9 @@
-"""Rate limits (issue 12, points 2 and 3): token guessing is limited per client address
-(the admin token's failures separately and more tightly) and writes nothing per guess;
-a bot's budget is counted per bot and announced in the IETF ``RateLimit`` fields."""
+"""Rate limits (issue 12, points 2 and 3; issue 22): token guessing is limited per client
+address and per network (IPv4 /24, IPv6 /64), counted atomically after the lookup, so a
+valid token is never refused for others' failures; the admin token's attempts separately,
+more tightly, and numbered before any comparison (exactly the limit compared under
+concurrency); nothing is written per guess; a bot's budget is counted per bot and
+announced in the IETF ``RateLimit`` fields."""
 
 from __future__ import annotations
 
@@ -48,8 +51,10 @@ def rate_limited(r: Any) -> int:
 
 
 def test_guessed_tokens_are_limited_per_address_and_write_nothing_per_guess(key_prefix):
-    app = make_app(key_prefix)
-    assert app.config["ARENA_AUTH_FAILURE_LIMIT"] == limits.AUTH_FAILURE_LIMIT > 0
+    # a window far longer than the run: the count starts at the first failure, so no
+    # window boundary can fall inside the run however slow the machine is
+    app = make_app(key_prefix, ARENA_AUTH_FAILURE_WINDOW=3600)
+    assert limits.AUTH_FAILURE_LIMIT > 0
     c = app.test_client()
     me, token = register(c, "alice")
     other, _ = register(c, "bob")
@@ -67,18 +72,67 @@ def test_guessed_tokens_are_limited_per_address_and_write_nothing_per_guess(key_
     assert statuses[:limit] == [401] * limit
     assert set(statuses[limit:]) == {429}
     assert retry and all(1 <= s <= window for s in retry)
-    # O(1) keys for 2,000 guesses: the address's failure counter, nothing per token
-    assert key_count(app, key_prefix) - before <= 2
-    # while it is blocked, even a valid token the process has not cached is refused from
-    # that address (a right guess must not be told apart from a wrong one)...
-    fresh = make_app(key_prefix).test_client()
-    rate_limited(fresh.get("/bots/me", headers=bearer(token), environ_base=ATTACKER))
-    # ...but another client's valid token works, in this process and in a fresh one
+    # O(1) keys for 2,000 guesses: the address's and its network's counters, nothing per
+    # token
+    assert key_count(app, key_prefix) - before == 2
+    # a valid token is looked up first: served from the very address over its limit, in
+    # this process (cached) and in a fresh one (a lookup in Redis)...
     for client in (c, make_app(key_prefix).test_client()):
-        r = client.get("/bots/me", headers=bearer(token), environ_base=OTHER)
+        r = client.get("/bots/me", headers=bearer(token), environ_base=ATTACKER)
         assert r.status_code == 200 and r.json["id"] == me
         assert client.get(f"/games/{gid}", headers=bearer(token),
-                          environ_base=OTHER).status_code == 200
+                          environ_base=ATTACKER).status_code == 200
+    # ...and from any other; while the guesser's next failure is still refused
+    r = make_app(key_prefix).test_client().get("/bots/me", headers=bearer(token),
+                                                environ_base=OTHER)
+    assert r.status_code == 200
+    rate_limited(c.get("/bots/me", headers=bearer("still-wrong"), environ_base=ATTACKER))
+
+
+def proxied(address: str, token: str) -> dict[str, Any]:
+    """What a request from ``address`` behind one trusted proxy sends."""
+    return {"environ_base": {"REMOTE_ADDR": "192.0.2.1"},
+            "headers": {**bearer(token), "X-Forwarded-For": address}}
+
+
+@pytest.mark.parametrize("network", [
+    ["10.9.0.{i}", "10.9.1.1"],  # an IPv4 /24, and the /24 beside it
+    ["2001:db8:1:2::{i:x}", "2001:db8:1:3::1"],  # an IPv6 /64, and the /64 beside it
+    ["::ffff:10.9.0.{i}", "10.9.1.1"],  # IPv4-mapped: counted as the IPv4 it carries
+])
+def test_guesses_stepping_across_a_network_share_its_count(key_prefix, network):
+    per_address, per_network = 3, 10
+    app = make_app(key_prefix, ARENA_TRUSTED_PROXIES=1, ARENA_AUTH_FAILURE_LIMIT=per_address,
+                   ARENA_AUTH_FAILURE_NETWORK_LIMIT=per_network,
+                   ARENA_AUTH_FAILURE_WINDOW=3600)
+    c = app.test_client()
+    me, token = register(c, "alice")
+    inside, beside = network
+    codes = {}
+    for i in range(1, 9):  # 8 addresses, each within its own limit
+        address = inside.format(i=i)
+        codes[address] = [c.get("/bots/me", **proxied(address, "guess")).status_code
+                          for _ in range(per_address)]
+    flat = [code for row in codes.values() for code in row]
+    assert flat[:per_network] == [401] * per_network  # the network's share...
+    assert set(flat[per_network:]) == {429}  # ...then refused, however fresh the address
+    rate_limited(c.get("/bots/me", **proxied(inside.format(i=200), "guess")))
+    # another network has its own count
+    assert c.get("/bots/me", **proxied(beside, "guess")).status_code == 401
+    # a valid token is served from inside the exhausted network
+    r = c.get("/bots/me", **proxied(inside.format(i=1), token))
+    assert r.status_code == 200 and r.json["id"] == me
+
+
+def test_an_address_is_counted_with_its_network(key_prefix):
+    """The counts a request falls under: IPv4 /24, IPv6 /64, IPv4-mapped as its IPv4."""
+    assert limits.client_network("203.0.113.7") == "203.0.113.0/24"
+    assert limits.client_network("2001:db8:1:2:a:b:c:d") == "2001:db8:1:2::/64"
+    assert limits.client_network("::ffff:203.0.113.7") == "203.0.113.0/24"
+    assert limits.client_network("fe80::1%eth0") == "fe80::/64"
+    assert limits.client_network("-") == "-"
+    assert limits.AUTH_FAILURE_NETWORK_LIMIT > limits.AUTH_FAILURE_LIMIT
+    assert limits.ADMIN_FAILURE_NETWORK_LIMIT > limits.ADMIN_FAILURE_LIMIT
 
 
 def test_tokens_sent_where_none_is_needed_are_not_guesses(key_prefix):
@@ -115,6 +169,50 @@ def test_admin_token_failures_are_limited_separately_and_tighter(key_prefix):
     assert c.get("/bots/me", headers=bearer("x"), environ_base=ATTACKER).status_code == 401
     r = c.post("/tournaments", json=body, headers=bearer(ADMIN_TOKEN), environ_base=OTHER)
     assert r.status_code == 201
+
+
+def test_simultaneous_admin_guesses_compare_exactly_the_limit(key_prefix):
+    """Over real HTTP, 300 wrong admin tokens sent at once by 60 threads: each attempt is
+    numbered by one atomic increment before any comparison, so exactly ``limit`` are
+    compared (403) and every other one is refused unseen (429); then the admin's own
+    right token, from another network, is served and uses up nothing."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import requests
+    from werkzeug.serving import make_server
+
+    limit, guesses = 5, 300
+    app = make_app(key_prefix, ARENA_ADMIN_FAILURE_LIMIT=limit, ARENA_TRUSTED_PROXIES=1,
+                   ARENA_RATE_LIMIT=0)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/tournaments"
+    c = app.test_client()
+    a, _ = register(c, "a")
+    b, _ = register(c, "b")
+    body = {"format": "round_robin", "entrants": [a, b]}
+    start = threading.Barrier(60)
+
+    def guess(i: int) -> int:
+        if i < 60:
+            start.wait(timeout=60)
+        with requests.Session() as http:
+            r = http.post(url, json=body, timeout=120, headers={
+                "Authorization": f"Bearer {secrets.token_hex(12)}",
+                "X-Forwarded-For": "203.0.113.7"})
+            return r.status_code
+    try:
+        with ThreadPoolExecutor(60) as pool:
+            codes = list(pool.map(guess, range(guesses)))
+        assert sorted(set(codes)) == [403, 429]
+        assert codes.count(403) == limit and codes.count(429) == guesses - limit
+        for _ in range(limit + 2):  # the admin, elsewhere: a right token is given back
+            r = requests.post(url, json=body, timeout=30, headers={
+                "Authorization": f"Bearer {ADMIN_TOKEN}", "X-Forwarded-For": "198.51.100.9"})
+            assert r.status_code == 201
+    finally:
+        server.shutdown()
 
 
 def test_forwarded_addresses_count_only_behind_a_trusted_proxy(key_prefix):

@@ -39,6 +39,7 @@ from tests.service.conftest import gunicorn
 
 ALLOWED = "127.0.0.2"  # the only network the service may call (ARENA_CALLBACK_NETWORKS)
 REQUEST_SCHEMA = {"$ref": "#/components/schemas/CallbackRequest"}
+VERIFY_SCHEMA = {"$ref": "#/components/schemas/VerifyRequest"}
 
 
 def wait_for(what: str, check: Callable[[], Any], seconds: float = 30.0) -> Any:
@@ -132,7 +133,9 @@ class Seen:
         self.lock = threading.Lock()
 
     def add(self, headers: dict[str, str], body: bytes) -> None:
-        errors = CONTRACT.errors(REQUEST_SCHEMA, json.loads(body))
+        msg = json.loads(body)
+        schema = VERIFY_SCHEMA if msg.get("event") == "verify" else REQUEST_SCHEMA
+        errors = CONTRACT.errors(schema, msg)
         assert not errors, errors  # the request fits the contract's webhooks
         with self.lock:
             self.requests.append((headers, body))
@@ -180,8 +183,9 @@ def example_bots() -> Iterator[Callable[[Service, str], ExampleBot]]:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         seen.url = f"http://{ALLOWED}:{server.server_port}/"
-        seen.secret = register(service, token, seen.url)
+        seen.secret = register(service, token, seen.url, verified=False)
         box["app"] = example_bot(seen.secret)
+        wait_verified(service, token)  # the example bot echoes the challenge
         return seen
 
     yield start
@@ -197,11 +201,19 @@ class Scripted(ThreadingHTTPServer):
 Answer = tuple[int, bytes, float] | threading.Event
 
 
+def echo(msg: dict[str, Any]) -> Answer:
+    """The right answer to a ``verify`` request: 200, the challenge echoed."""
+    return 200, json.dumps({"challenge": msg["challenge"]}).encode(), 0.0
+
+
 def scripted_server(behave: Callable[[dict[str, Any]], Answer],
-                    host: str = ALLOWED) -> tuple[str, Seen, Scripted]:
+                    host: str = ALLOWED, verify: Callable[[dict[str, Any]], Answer] | None = echo
+                    ) -> tuple[str, Seen, Scripted]:
     """A bot server whose answer to each request is ``behave(message)``: (status, body,
     seconds to stall first); or an Event: the call is held, unanswered, until the event is
-    set (30 s at most), its caller's address (ip, port) kept in ``seen.held``."""
+    set (30 s at most), its caller's address (ip, port) kept in ``seen.held``. A ``verify``
+    request is answered by ``verify`` (by default: the challenge echoed; None: ``behave``
+    answers it too)."""
     seen = Seen()
 
     class Handler(BaseHTTPRequestHandler):
@@ -210,7 +222,9 @@ def scripted_server(behave: Callable[[dict[str, Any]], Answer],
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             seen.add(dict(self.headers), body)
-            answer = behave(json.loads(body))
+            msg = json.loads(body)
+            answer = verify(msg) if verify is not None and msg["event"] == "verify" \
+                else behave(msg)
             if isinstance(answer, threading.Event):
                 seen.held.append(self.client_address[:2])
                 answer.wait(30)
@@ -234,10 +248,21 @@ def scripted_server(behave: Callable[[dict[str, Any]], Answer],
     return f"http://{host}:{server.server_port}/", seen, server
 
 
-def register(service: Service, token: str, url: str) -> str:
+def register(service: Service, token: str, url: str, verified: bool = True) -> str:
+    """Register ``url`` as the bot's callback: its secret. ``verified``: then wait until the
+    URL has passed its verification (its server echoes the challenge)."""
     ans = service.call("PUT", "/bots/me/callback", token, {"url": url})
     assert ans["url"] == url and ans["secret"].startswith("whsec_")
+    assert ans["verified"] is False and ans["verification"]["status"] == "pending"
+    if verified:
+        wait_verified(service, token)
     return ans["secret"]
+
+
+def wait_verified(service: Service, token: str) -> dict[str, Any]:
+    """The callback once verified (the first attempt comes about a second after the PUT)."""
+    return wait_for("the callback URL verified", lambda: (lambda c: c if c["verified"] else None)(
+        service.call("GET", "/bots/me/callback", token)), seconds=30)
 
 
 # --- registration ----------------------------------------------------------------------------
@@ -247,10 +272,11 @@ def test_register_read_replace_and_remove_a_callback(service):
     _, token = service.bot("hooked")
     assert service.call("GET", "/bots/me/callback", token, ok=(404,))["type"] == \
         "/problems/not-found"
-    first = register(service, token, f"http://{ALLOWED}:9/a")
+    first = register(service, token, f"http://{ALLOWED}:9/a", verified=False)
     got = service.call("GET", "/bots/me/callback", token)
     assert got["url"] == f"http://{ALLOWED}:9/a" and "secret" not in got
-    second = register(service, token, f"https://{ALLOWED}:9/b")  # replaced, new secret
+    second = register(service, token, f"https://{ALLOWED}:9/b",
+                      verified=False)  # replaced, new secret
     assert second != first
     assert service.call("GET", "/bots/me/callback", token)["url"] == f"https://{ALLOWED}:9/b"
     assert service.call("DELETE", "/bots/me/callback", token) is None
@@ -433,21 +459,25 @@ def test_a_callback_to_a_refused_address_is_never_made(service):
     thread.start()
     try:
         hook_id, hook_token = service.bot("rebinder")
-        register(service, hook_token, f"http://localhost:{port}/")
+        register(service, hook_token, f"http://localhost:{port}/", verified=False)
         game, pull_token = service.against_puller(hook_id, move_limit=1.0)
-        records = wait_for("a refused delivery", lambda: [
-            d for d in service.deliveries(hook_token, game["id"]) if d["event"] == "turn"])
+        records = wait_for("a refused verification", lambda: service.deliveries(hook_token))
         service.play_by_pull(game["id"], pull_token, seconds=60, until=lambda: any(
             t["seat"] == 0 for t in service.record(game["id"])["timeouts"]))
         time.sleep(0.5)
+        records = service.deliveries(hook_token)
     finally:
         stop.set()
         thread.join(5)
         listener.close()
     assert accepted == []  # no connection arrived, not even one refused later
-    assert records[0]["outcome"] == "refused-address" and records[0]["attempts"] == 1
-    assert "127.0.0.1" in records[0]["detail"] or "::1" in records[0]["detail"]
-    assert records[0]["status"] is None
+    # the verification is the first call, refused on the resolved address; never verified,
+    # the URL is called for nothing else (its turn fell to the deadline's default)
+    assert records and {d["event"] for d in records} == {"verify"}, records
+    assert records[-1]["outcome"] == "refused-address" and records[-1]["attempts"] == 1
+    assert "127.0.0.1" in records[-1]["detail"] or "::1" in records[-1]["detail"]
+    assert records[-1]["status"] is None
+    assert service.call("GET", "/bots/me/callback", hook_token)["verified"] is False
 
 
 # --- the example bot checks what it is sent -------------------------------------------------------
@@ -563,7 +593,7 @@ def test_the_node_example_bot_plays_a_whole_game_and_refuses_forgeries(service):
         s.bind((ALLOWED, 0))
         port = s.getsockname()[1]
     url = f"http://{ALLOWED}:{port}/"
-    secret = register(service, hook_token, url)
+    secret = register(service, hook_token, url, verified=False)  # the bot is not up yet
     proc = subprocess.Popen(
         [node, str(ROOT / "clients" / "examples" / "webhook_bot.mjs")],
         env={**os.environ, "ARENA_WEBHOOK_SECRET": secret, "HOST": ALLOWED,
@@ -577,6 +607,10 @@ def test_the_node_example_bot_plays_a_whole_game_and_refuses_forgeries(service):
         old = str(int(time.time()) - 600)
         assert _post(url, body, {"Arena-Timestamp": old,
                                  "Arena-Signature": sign(secret, old, body)}) == 401
+        # up now: ask for the verification again rather than wait for its next attempt
+        again = service.call("POST", "/bots/me/callback/verify", hook_token)
+        assert again["url"] == url
+        wait_verified(service, hook_token)
         game = service.call("POST", "/games", pull_token,
                             {"players": 2, "seats": [hook_id, pull_id], "seed": 3,
                              "variants": {"target": 3}, "move_limit": 5})
@@ -623,6 +657,9 @@ def test_a_turn_delivered_twice_applies_at_most_one_action(key_prefix):
                        headers={"Authorization": f"Bearer {a['token']}"})
         assert r.status_code == 200, r.json
         callbacks = app.extensions["callbacks"]  # no dispatcher runs in this process
+        # so the verification is sent from here: the server echoes it
+        verified = callbacks.verify_once(a["id"], callbacks.config(a["id"])["vid"])
+        assert verified is not None and verified["outcome"] == "verified"
         g = client.post("/games", json={"players": 2, "seats": [a["id"], b["id"]], "seed": 4,
                                         "move_limit": 30},
                         headers={"Authorization": f"Bearer {b['token']}"}).json
@@ -659,9 +696,9 @@ def test_the_guard_judges_the_address_not_the_name():
     closed = Guard()
     for ip in ("127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.0.1", "169.254.169.254",
                "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fc00::1", "::ffff:127.0.0.1",
-               "224.0.0.1", "::"):
+               "224.0.0.1", "::", "::ffff:93.184.216.34"):  # IPv4 inside IPv6: refused
         assert not closed.allows(ip_address(ip)), ip
-    for ip in ("93.184.216.34", "2606:4700::1111", "::ffff:93.184.216.34"):
+    for ip in ("93.184.216.34", "2606:4700::1111"):
         assert closed.allows(ip_address(ip)), ip
     opened = Guard(parse_networks("127.0.0.0/8, fd00::/8"))
     assert opened.allows(ip_address("127.0.0.5")) and opened.allows(ip_address("fd12::1"))
@@ -714,25 +751,18 @@ def test_only_calls_without_an_answer_are_retried_and_boundedly(service):
         cases = {}
         for name, url in (("no-answer", f"http://{ALLOWED}:{listener.getsockname()[1]}/"),
                           ("connect-failed", f"http://{ALLOWED}:{closed_port}/")):
-            hook_id, hook_token = service.bot(f"silent-{name}")
-            pull_id, pull_token = service.bot("puller")
-            register(service, hook_token, url)
-            game = service.call("POST", "/games", pull_token,
-                                {"players": 2, "seats": [pull_id, hook_id], "seed": 11,
-                                 "move_limit": 5})
-            # the puller plays until the silent bot's first turn has been given up
-            def given_up(t: str = hook_token, g: str = game["id"]) -> list[dict[str, Any]]:
-                return [d for d in service.deliveries(t, g) if d["event"] == "turn"]
-
-            service.play_by_pull(game["id"], pull_token, until=given_up, seconds=30)
-            turns = given_up()
-            cases[name] = turns[-1]
+            _, hook_token = service.bot(f"silent-{name}")
+            register(service, hook_token, url, verified=False)
+            # the verification is the first call: retried where no answer came
+            cases[name] = wait_for(f"the verification given up ({name})",
+                                   lambda t=hook_token: service.deliveries(t))[-1]
         assert accepted[0] >= 3
     finally:
         stop.set()
         thread.join(5)
         listener.close()
     for name, record in cases.items():
+        assert record["event"] == "verify"
         assert record["outcome"] == name and record["attempts"] == 3, record
         assert record["status"] is None
 
@@ -813,3 +843,208 @@ def test_tournament_and_ladder_games_queue_their_start_notifications(key_prefix)
     # the ladder's default target 14 is more than any kick can score (R6): under way
     assert c.get(f"/games/{made[0]}").json["status"] == "active"
     assert started(bots[2]) == made and started(bots[3]) == made
+
+
+# --- verified callbacks (issue 23) and the cap per host (issue 22) ----------------------------
+
+
+def test_an_unverified_url_receives_only_the_verification_request(service):
+    """A server that does not echo the challenge gets verification requests and nothing
+    else: its seat's turns fall to the move deadline's default. Once it echoes (asked
+    again with ``POST /bots/me/callback/verify``) it is called as before; a new URL is
+    unverified again."""
+    echoing = threading.Event()
+
+    def verify(m: dict[str, Any]) -> Answer:
+        return echo(m) if echoing.is_set() else (200, b'{"ok": true}', 0.0)
+
+    def behave(m: dict[str, Any]) -> Answer:
+        if m["event"] != "turn":
+            return 204, b"", 0.0
+        return 200, json.dumps({"action": m["view"]["legal_actions"][0]}).encode(), 0.0
+
+    url, seen, server = scripted_server(behave, verify=verify)
+    try:
+        hook_id, hook_token = service.bot("unverified")
+        register(service, hook_token, url, verified=False)
+        game, pull_token = service.against_puller(hook_id, move_limit=1.0,
+                                                  variants={"target": 3})
+        gid = game["id"]
+        service.play_by_pull(gid, pull_token, seconds=60, until=lambda: len(
+            [t for t in service.record(gid)["timeouts"] if t["seat"] == 0]) >= 2)
+        # only verification requests arrived, each signed with the bot's secret
+        assert seen.messages() and {m["event"] for m in seen.messages()} == {"verify"}
+        for headers, body in seen.requests:
+            assert headers["Arena-Event"] == "verify"
+            msg = json.loads(body)
+            assert msg["bot_id"] == hook_id and len(msg["challenge"]) >= 16
+        records = service.deliveries(hook_token)
+        assert records and {d["event"] for d in records} == {"verify"}
+        assert {d["outcome"] for d in records} == {"not-verified"}
+        state = service.call("GET", "/bots/me/callback", hook_token)
+        assert state["verified"] is False and state["verification"]["status"] == "pending"
+        assert state["verification"]["attempts"] >= 1
+        assert "challenge" in state["verification"]["detail"]
+        me = service.call("GET", "/bots/me", hook_token)
+        assert me["callback"]["verified"] is False and me["callback"]["url"] == url
+        # the seat played by the deadline's default, and no turn was called
+        assert [t for t in service.record(gid)["timeouts"] if t["seat"] == 0]
+        # the server answers now; asked again, the URL passes and is called as before
+        echoing.set()
+        assert service.call("POST", "/bots/me/callback/verify", hook_token)["url"] == url
+        wait_verified(service, hook_token)
+        assert service.play_by_pull(gid, pull_token)["status"] == "finished"
+        turns = [d for d in service.deliveries(hook_token, gid) if d["event"] == "turn"]
+        assert turns and {d["outcome"] for d in turns} == {"applied"}
+        assert seen.messages("turn")
+        verifies = [d for d in service.deliveries(hook_token) if d["event"] == "verify"]
+        assert verifies[0]["outcome"] == "verified"  # newest first
+        assert service.call("GET", "/bots/me", hook_token)["callback"]["verified"] is True
+        # asked again while verified: nothing is sent, the state stays
+        sent = len(seen.requests)
+        assert service.call("POST", "/bots/me/callback/verify", hook_token)["verified"] is True
+        # a new URL is verified afresh
+        register(service, hook_token, f"http://{ALLOWED}:9/elsewhere", verified=False)
+        again = service.call("GET", "/bots/me/callback", hook_token)
+        assert again["verified"] is False and again["verification"]["attempts"] == 0
+        time.sleep(1.0)
+        assert len(seen.requests) == sent  # the old URL hears nothing more
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert service.call("GET", "/bots/me", service.bot("plain")[1])["callback"] is None
+
+
+def _in_process(key_prefix: str, **config: Any) -> Any:
+    from service.http.app import create_app
+
+    return create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                       "ARENA_RATE_LIMIT": 0, "ARENA_CALLBACK_NETWORKS": f"{ALLOWED}/32",
+                       **config})
+
+
+def test_a_url_that_fails_every_attempt_is_failed_until_asked_again(key_prefix):
+    """In one process (no dispatcher: each attempt is made here, for real, over HTTP): the
+    attempts of ``VERIFY_SCHEDULE_S``, then ``failed``; a failed URL's turns are not
+    called; ``POST /bots/me/callback/verify`` starts again at once."""
+    from service.arena.callbacks import VERIFY_SCHEDULE_S, verify_key
+
+    app = _in_process(key_prefix)
+    client = app.test_client()
+    callbacks = app.extensions["callbacks"]
+    r = callbacks.store.r
+    a = client.post("/bots", json={"name": "a"}).json
+    b = client.post("/bots", json={"name": "b"}).json
+    auth = {"Authorization": f"Bearer {a['token']}"}
+    echoing = threading.Event()
+    url, seen, server = scripted_server(
+        lambda m: (200, b'{"action": "stand"}', 0.0),
+        verify=lambda m: echo(m) if echoing.is_set() else (404, b"", 0.0))
+    try:
+        assert client.put("/bots/me/callback", json={"url": url}, headers=auth).status_code == 200
+        for attempt in range(1, len(VERIFY_SCHEDULE_S) + 1):
+            (member, due), = r.zrange(verify_key(key_prefix), 0, -1, withscores=True)
+            bot, _, vid = member.decode().partition("|")
+            assert bot == a["id"] and due > time.time() - 1
+            record = callbacks.verify_once(bot, vid)
+            assert record["outcome"] == "http-error" and record["status"] == 404
+            state = client.get("/bots/me/callback", headers=auth).json
+            assert state["verification"]["attempts"] == attempt
+        assert state["verified"] is False and state["verification"]["status"] == "failed"
+        assert r.zrange(verify_key(key_prefix), 0, -1) == []  # no more attempts
+        g = client.post("/games", json={"players": 2, "seats": [a["id"], b["id"]],
+                                        "move_limit": 30},
+                        headers={"Authorization": f"Bearer {b['token']}"}).json
+        game = callbacks.store.get_game(g["id"])
+        assert callbacks.try_turn(a["id"], game) is False  # not verified: not called
+        assert {m["event"] for m in seen.messages()} == {"verify"}
+        assert len(seen.messages()) == len(VERIFY_SCHEDULE_S)
+        # asked again: due at once, and passes now
+        echoing.set()
+        r2 = client.post("/bots/me/callback/verify", headers=auth)
+        assert r2.status_code == 200 and r2.json["verification"]["status"] == "pending"
+        (member, due), = r.zrange(verify_key(key_prefix), 0, -1, withscores=True)
+        assert due <= time.time()
+        bot, _, vid = member.decode().partition("|")
+        assert callbacks.verify_once(bot, vid)["outcome"] == "verified"
+        assert client.get("/bots/me/callback", headers=auth).json["verified"] is True
+        # an outcome for a verification since replaced changes nothing
+        assert callbacks.verify_once(bot, "0" * 16) is None
+        # removing the URL drops its pending verification too
+        assert client.put("/bots/me/callback", json={"url": url}, headers=auth).status_code == 200
+        assert len(r.zrange(verify_key(key_prefix), 0, -1)) == 1
+        assert client.delete("/bots/me/callback", headers=auth).status_code == 204
+        assert r.zrange(verify_key(key_prefix), 0, -1) == []
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_calls_to_one_host_are_capped_across_bots(key_prefix):
+    """``ARENA_CALLBACK_HOST_RATE`` calls per second to one host, whatever the bot: 16 turns
+    of 4 bots (verified URLs on one host) delivered at once; the calls counted at the
+    server never exceed the cap in any second of the service's clock, the rest are
+    recorded ``host-rate-limited`` with no call made (their turns keep their deadline,
+    where the default action is played), and every call made was applied."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cap = 3
+    app = _in_process(key_prefix, ARENA_CALLBACK_HOST_RATE=cap)
+    client = app.test_client()
+    callbacks = app.extensions["callbacks"]
+    stamps: list[float] = []
+
+    def behave(m: dict[str, Any]) -> Answer:
+        stamps.append(time.time())
+        return 200, json.dumps({"action": m["view"]["legal_actions"][0]}).encode(), 0.0
+
+    url, seen, server = scripted_server(behave)
+    try:
+        opponent = client.post("/bots", json={"name": "o"}).json
+        hooks = [client.post("/bots", json={"name": f"h{i}"}).json for i in range(4)]
+        for i, h in enumerate(hooks):
+            auth = {"Authorization": f"Bearer {h['token']}"}
+            assert client.put("/bots/me/callback", json={"url": f"{url}bot{i}"},
+                              headers=auth).status_code == 200
+            time.sleep(1.0 / cap)  # the verifications themselves are calls to the host
+            assert callbacks.verify_once(h["id"], callbacks.config(h["id"])["vid"]
+                                         )["outcome"] == "verified"
+        turns = []
+        for n in range(200):  # games until 16 of them are a hook's turn (seeds fix it)
+            h = hooks[n % len(hooks)]
+            g = client.post("/games", json={"players": 2, "seats": [h["id"], opponent["id"]],
+                                            "move_limit": 60, "seed": n},
+                            headers={"Authorization": f"Bearer {h['token']}"}).json
+            game = callbacks.store.get_game(g["id"])
+            if game.seats[game.state.turn] == h["id"]:
+                turns.append((h["id"], game))
+            if len(turns) == 16:
+                break
+        assert len(turns) > 3 * cap
+        time.sleep(1.0)  # a fresh second for the burst's first calls
+        stamps.clear()
+        before = len(seen.requests)
+        start = time.time()
+        with ThreadPoolExecutor(len(turns)) as pool:
+            records = list(pool.map(lambda t: callbacks.deliver_turn(
+                t[0], callbacks.config(t[0]), t[1], 10.0), turns))
+        end = time.time()
+        made = len(seen.requests) - before
+        limited = [d for d in records if d["outcome"] == "host-rate-limited"]
+        applied = [d for d in records if d["outcome"] == "applied"]
+        assert len(limited) + len(applied) == len(records), records
+        assert made == len(applied) and made == len(stamps)
+        seconds = int(end) - int(start) + 1  # the counting seconds the burst touched
+        assert made <= cap * seconds, (made, seconds)
+        assert limited and all(d["attempts"] == 0 and d["status"] is None for d in limited)
+        assert all("ARENA_CALLBACK_HOST_RATE" in d["detail"] for d in limited)
+        # a limited turn is the normal failure: it is the bot's last failure in that game
+        game_id = limited[0]["game_id"]
+        owner = next(b for b, g in turns if g.id == game_id)
+        view = client.get(f"/games/{game_id}", headers={"Authorization": "Bearer " + next(
+            h["token"] for h in hooks if h["id"] == owner)}).json
+        assert view["callback_failure"]["outcome"] == "host-rate-limited"
+        assert view["your_turn"] and view["deadline"] is not None  # the default at the deadline
+    finally:
+        server.shutdown()
+        server.server_close()
