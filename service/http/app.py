@@ -23,6 +23,7 @@ from service.arena.ladder import Ladders
 from service.arena.tournaments import Tournaments
 from service.http import (
     callback_routes,
+    connections,
     ladder_routes,
     limits,
     observe,
@@ -62,6 +63,9 @@ DEFAULTS: dict[str, Any] = {
     # webhook bots: networks callbacks may reach, time budget, retries, answer size cap
     # (service/arena/callbacks.py)
     **CALLBACK_DEFAULTS,
+    # deadlines on request heads, bodies and response writes; caps on open streams and
+    # long-polls per client and per bot; the probes' reserve (service/http/connections.py)
+    **connections.DEFAULTS,
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
@@ -128,6 +132,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(docs)
 
     limits.install(app)
+    connections.install(app)  # the body deadline; open streams and long-polls counted
 
     @app.before_request
     def _rate_limit() -> None:

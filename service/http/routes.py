@@ -27,7 +27,7 @@ from service.arena.export import csv_table
 from service.arena.fanout import direct_socket
 from service.arena.games import Arena, dumps
 from service.arena.tournaments import MAX_GAMES, Tournaments
-from service.http import limits
+from service.http import connections, limits
 from service.http import schemas as s
 from service.http.problems import Problem
 
@@ -110,7 +110,16 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
                 kwargs["query"] = load(query_schema, request.args.to_dict(), "query")
             if body_schema is not None:
                 kwargs["body"] = load(body_schema, read_json(op.body_required), "body")
-            return view(**kwargs)
+            # a stream or a long-poll takes its caller's slots (``connections.admit``)
+            held = connections.admit(request.endpoint, bot_id, kwargs.get("query"),
+                                     limits.client_address())
+            if held is None:
+                return view(**kwargs)
+            try:
+                return held.attach(view(**kwargs))
+            except BaseException:
+                held.release()
+                raise
 
         inner.operation = op  # type: ignore[attr-defined]
         return inner
