@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 # Seconds a request head may take (gunicorn's keepalive, which also closes an idle
 # keep-alive connection): 5 s is gunicorn's default and what a bot on any network needs.
-HEAD_TIMEOUT_S = 5.0
+HEAD_TIMEOUT_S = 5  # whole seconds (gunicorn takes an int)
 # Seconds a whole request body may take once the head is in. The largest body is 16 KB
 # (MAX_CONTENT_LENGTH), a real one under 2 KB: even 1.6 KB/s carries the largest in 10 s.
 BODY_TIMEOUT_S = 10.0
@@ -143,11 +143,19 @@ class DeadlineInput:
         self._until = until
         self._timeout_s = timeout_s
 
-    def _timed_out(self) -> Problem:
-        # the rest of the body is unknown: the connection must not carry another request
-        # (gunicorn closes a connection whose body failed)
+    def _fail(self) -> None:
+        """Where the next request starts is unknown: the connection must carry no other.
+        gunicorn closes one whose body failed; the request (``request``, set by
+        ``service.http.gevent_worker``) is marked so that the answer says
+        ``Connection: close``."""
         if hasattr(self._stream, "failed"):
             self._stream.failed = True
+        req = getattr(self._stream, "request", None)
+        if req is not None:
+            req.must_close = True
+
+    def _timed_out(self) -> Problem:
+        self._fail()
         log.info("request body not received within %.1f s", self._timeout_s)
         return Problem("request-timeout",
                        f"the request body did not arrive within {self._timeout_s:g} s")
@@ -167,6 +175,7 @@ class DeadlineInput:
                 raise
             raise self._timed_out() from None
         except _BODY_ERRORS as exc:
+            self._fail()
             raise malformed_body(exc) from None
         finally:
             timer.close()

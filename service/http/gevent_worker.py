@@ -325,6 +325,9 @@ class GeventWorker(_GeventWorker):
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         started = time.monotonic()
+        body = getattr(req, "body", None)
+        if body is not None:
+            body.request = req  # a failed read of it closes the connection (connections.py)
         out = HeldHeaders(sock, self.send_timeout_s)
         try:
             done = super().handle_request(listener_name, req, out, addr)

@@ -38,7 +38,7 @@ graceful_timeout = 5
 # runs its parser under this timeout), and an idle keep-alive connection stays open:
 # ARENA_HEAD_TIMEOUT (service.http.connections). Body and send deadlines: the app's
 # ARENA_BODY_TIMEOUT and ARENA_SEND_TIMEOUT.
-keepalive = float(os.environ.get("ARENA_HEAD_TIMEOUT") or 5)
+keepalive = max(1, int(os.environ.get("ARENA_HEAD_TIMEOUT") or 5))  # whole seconds
 # gunicorn's own access log stays off: the app writes one JSON line per request
 # (``service.logs``; ARENA_ACCESS_LOG=0 turns it off).
 accesslog = None
