@@ -392,6 +392,7 @@ def test_one_client_is_held_to_its_share_of_the_connections(served) -> None:
 
         wait_for(refused, 30, "the client's share taken")
         status, headers, body = get(s.port, "/bots/none")
+        assert status == 429
         assert problem(body)["type"] == "/problems/too-many-connections"
         assert headers["retry-after"] == "1"
     finally:

@@ -201,6 +201,7 @@ def test_a_move_is_read_once_per_worker_whatever_the_spectators(
                 ARENA_CALLBACKS="0",  # the webhook dispatcher's own polls are not the streams'
                 # every spectator comes from this one address: no cap per client
                 ARENA_STREAMS_PER_CLIENT="0", ARENA_CLIENT_SHARE="0",
+                ARENA_SPECTATOR_SHARE="0",
                 ARENA_SSE_KEEPALIVE=str(KEEPALIVE_S), ARENA_ACCESS_LOG="0")
     try:
         s.wait_healthy()
@@ -241,7 +242,7 @@ def test_at_the_connection_cap_a_new_connection_is_answered_503_at_once(
                 # all of the cap for the streams of this one address: no probes' reserve,
                 # no share per client (tests/test_connections.py has those)
                 ARENA_RESERVED_CONNECTIONS="0", ARENA_CLIENT_SHARE="0",
-                ARENA_STREAMS_PER_CLIENT="0",
+                ARENA_STREAMS_PER_CLIENT="0", ARENA_SPECTATOR_SHARE="0",
                 ARENA_SSE_KEEPALIVE="0.5")  # a closed stream is noticed at its next write
     streams: list[socket.socket] = []
     try:
