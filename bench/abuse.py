@@ -29,30 +29,33 @@ takes a ``Target`` and returns a dict.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import http.client
-import json
-import os
-import resource
-import selectors
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import threading
-import time
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+# Run as ``python bench/abuse.py``, this file's directory comes first on sys.path, where
+# bench/http.py would shadow the standard library's ``http`` package: drop it.
 _HERE = Path(__file__).resolve().parent
-# run as ``python bench/abuse.py``: bench/ first on sys.path would shadow ``http``
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import http.client  # noqa: E402
+import json  # noqa: E402
+import multiprocessing  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import selectors  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from typing import Any  # noqa: E402
 
 from service.http.connections import (  # noqa: E402
     BODY_TIMEOUT_S,
@@ -108,14 +111,14 @@ class Target:
 # --- the honest client and the prober ---------------------------------------------------------
 
 
-class Player(threading.Thread):
+class Player:
     """A second client playing 2-player games, one move after another, from ``PLAYER``:
-    the latency of each action (``POST /games/{id}/actions``) is recorded."""
+    the latency of each action (``POST /games/{id}/actions``) is recorded. Runs in a
+    process of its own (``Apart``): the attacker's loop must not hold its interpreter."""
 
     def __init__(self, target: Target) -> None:
-        super().__init__(daemon=True)
         self.target = target
-        self.stop_event = threading.Event()
+        self.stop_event: Any = threading.Event()
         self.latencies: list[float] = []
         self.failures: Counter[int] = Counter()
         self.games = 0
@@ -160,6 +163,7 @@ class Player(threading.Thread):
                     view = None
                     continue
                 self.latencies.append(ms)
+                time.sleep(t.args.pace)  # a bot's pace, well inside its request budget
                 view = v if v["your_turn"] else None
                 if v["turn"] is None:
                     break
@@ -173,14 +177,14 @@ class Player(threading.Thread):
                 "failures": dict(self.failures)}
 
 
-class Prober(threading.Thread):
-    """``GET /healthz`` on a new connection every ``every`` seconds, from ``PROBER``."""
+class Prober:
+    """``GET /healthz`` on a new connection every ``every`` seconds, from ``PROBER``, in a
+    process of its own (``Apart``)."""
 
     def __init__(self, target: Target, every: float) -> None:
-        super().__init__(daemon=True)
         self.target = target
         self.every = every
-        self.stop_event = threading.Event()
+        self.stop_event: Any = threading.Event()
         self.latencies: list[float] = []
         self.statuses: Counter[int] = Counter()
 
@@ -198,6 +202,34 @@ class Prober(threading.Thread):
         return {"healthz_probes": total, "healthz_non_200": total - self.statuses[200],
                 "healthz_p99_ms": pct(self.latencies, 0.99),
                 "healthz_statuses": {str(k): v for k, v in self.statuses.items()}}
+
+
+class Apart:
+    """``make()`` (a ``Player`` or a ``Prober``) run in a forked process until ``finish``,
+    which returns its ``figures()``."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        ctx = multiprocessing.get_context("fork")
+        self.stop = ctx.Event()
+        self.queue: Any = ctx.Queue()
+        self.proc = ctx.Process(target=self._main, args=(make, self.stop, self.queue),
+                                daemon=True)
+        self.proc.start()
+
+    @staticmethod
+    def _main(make: Callable[[], Any], stop: Any, queue: Any) -> None:
+        worker = make()
+        worker.stop_event = stop
+        try:
+            worker.run()
+        finally:
+            queue.put(worker.figures())
+
+    def finish(self) -> dict[str, Any]:
+        self.stop.set()
+        figures = self.queue.get(timeout=120)
+        self.proc.join(30)
+        return figures
 
 
 # --- the attacker's connections ---------------------------------------------------------------
@@ -293,19 +325,15 @@ def summary(conns: list[Conn], deadline_of: Callable[[Conn], float | None], slac
 def under_attack(target: Target, name: str, attack: Callable[[], dict[str, Any]]
                  ) -> dict[str, Any]:
     """Run ``attack`` while the prober probes and the second client plays."""
-    prober, player = Prober(target, target.args.probe_every), Player(target)
-    player.start()
-    prober.start()
+    prober = Apart(lambda: Prober(target, target.args.probe_every))
+    player = Apart(lambda: Player(target))
     try:
         out = attack()
     finally:
-        prober.stop_event.set()
-        player.stop_event.set()
-        prober.join(30)
-        player.join(60)
-    figures = player.figures()
+        probes = prober.finish()
+        figures = player.finish()
     base = target.baseline.get("action_p99_ms")
-    return {"attack": name, **out, **prober.figures(), "player": figures,
+    return {"attack": name, **out, **probes, "player": figures,
             "action_p99_vs_baseline": (round(figures["action_p99_ms"] / base, 2)
                                        if base and figures["action_p99_ms"] else None)}
 
@@ -454,6 +482,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--hold", type=float, default=25.0, help="seconds each attack holds")
     p.add_argument("--poll-timeout", type=int, default=30)
     p.add_argument("--probe-every", type=float, default=0.25)
+    p.add_argument("--pace", type=float, default=0.02,
+                   help="seconds the second client waits after each move")
     p.add_argument("--baseline", type=float, default=15.0,
                    help="seconds of play without an attack, for the baseline")
     p.add_argument("--slack", type=float, default=2.0,
@@ -477,12 +507,9 @@ def main(argv: list[str] | None = None) -> None:
         target = start(Path(tmp_dir), args.workers, {})
         target.args = args
         try:
-            player = Player(target)
-            player.start()
+            player = Apart(lambda: Player(target))
             time.sleep(args.baseline)
-            player.stop_event.set()
-            player.join(60)
-            target.baseline = player.figures()
+            target.baseline = player.finish()
             results = [ATTACKS[name](target) for name in names]
             output = target.log.read_text(errors="replace")
             out = {"bench": "abuse", "command": " ".join(["python", "bench/abuse.py",

@@ -279,6 +279,8 @@ def test_streams_are_capped_per_client_429_with_retry_after_and_a_freed_slot_adm
             assert status == 429, head
             assert b"retry-after: " in head.lower()
             assert b"/problems/too-many-connections" in head + sock.recv(4096)
+            assert b"connection: close" in head.lower()
+            assert closed_by_server(sock, 30), "a refused stream's connection left open"
         streams.pop().close()  # noticed at the stream's next keep-alive write
 
         def admitted() -> bool:
@@ -319,6 +321,8 @@ def test_long_polls_are_capped_per_bot_and_a_slot_frees_when_a_poll_ends(served)
             assert int(headers["retry-after"]) >= 1
             assert problem(body)["type"] == "/problems/too-many-connections"
             assert "ARENA_POLLS_PER_BOT" in problem(body)["detail"]
+            assert headers["connection"] == "close"
+            assert closed_by_server(sock, 30), "a refused poll's connection left open"
         with poll(bots[1]["token"]) as other:  # another bot: its own cap
             status, _, body = read_answer(other)
             assert status == 200 and json.loads(body)["timed_out"] is True

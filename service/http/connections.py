@@ -308,6 +308,7 @@ def admit(endpoint: str | None, bot_id: str | None, query: dict[str, Any] | None
     if full is None:
         return Held(slots, wanted)
     name, cap = full
+    close_connection()  # a refused client must not hold its connection idle meanwhile
     if name == "spectators":
         raise Problem("over-capacity",
                       f"spectators' event streams hold their share of this worker ({cap}); "
@@ -315,6 +316,18 @@ def admit(endpoint: str | None, bot_id: str | None, query: dict[str, Any] | None
     setting, what = _CAP_NAMES[name]
     raise Problem("too-many-connections", f"at most {cap} {what} at once ({setting})",
                   headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
+def close_connection() -> None:
+    """Have the server close this request's connection after its answer (under gunicorn:
+    the request that ``service.http.gevent_worker`` hangs on its body, ``request``)."""
+    from flask import request
+
+    stream = request.environ.get("wsgi.input")
+    inner = getattr(stream, "_stream", stream)
+    req = getattr(inner, "request", None)
+    if req is not None:
+        req.must_close = True
 
 
 def general_budget(cfg: Any) -> int:
