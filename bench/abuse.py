@@ -66,6 +66,7 @@ from service.storage.embedded import free_port  # noqa: E402
 ATTACKER = "127.0.0.1"
 PLAYER = "127.0.0.2"
 PROBER = "127.0.0.3"
+SLOW_PROBE_MS = 100  # the target: /healthz p99 within this
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -185,22 +186,33 @@ class Prober:
         self.target = target
         self.every = every
         self.stop_event: Any = threading.Event()
-        self.latencies: list[float] = []
+        self.latencies: list[tuple[float, float]] = []  # (when, ms)
         self.statuses: Counter[int] = Counter()
+        self.opened: Any = None  # set (a shared value) once every attacker connection is open
 
     def run(self) -> None:
         while not self.stop_event.wait(self.every):
+            started = time.monotonic()
             try:
                 status, _, ms = self.target.call("GET", "/healthz", source=PROBER)
             except OSError:
-                status, ms = 0, 0.0
+                status, ms = 0, (time.monotonic() - started) * 1000
             self.statuses[status] += 1
-            self.latencies.append(ms)
+            self.latencies.append((started, ms))
 
     def figures(self) -> dict[str, Any]:
         total = sum(self.statuses.values())
+        opened = self.opened.value if self.opened is not None else 0.0
+        slow = [when for when, ms in self.latencies if ms > SLOW_PROBE_MS]
         return {"healthz_probes": total, "healthz_non_200": total - self.statuses[200],
-                "healthz_p99_ms": pct(self.latencies, 0.99),
+                "healthz_p50_ms": pct([ms for _, ms in self.latencies], 0.5),
+                "healthz_p99_ms": pct([ms for _, ms in self.latencies], 0.99),
+                "healthz_max_ms": pct([ms for _, ms in self.latencies], 1.0),
+                # when the slow probes were: seconds after the attack's connections were
+                # all open (the server still answering the burst), the last of them
+                f"healthz_over_{SLOW_PROBE_MS}ms": len(slow),
+                "healthz_slow_after_open_s": ([round(w - opened, 1) for w in slow]
+                                              if opened else None),
                 "healthz_statuses": {str(k): v for k, v in self.statuses.items()}}
 
 
@@ -212,14 +224,16 @@ class Apart:
         ctx = multiprocessing.get_context("fork")
         self.stop = ctx.Event()
         self.queue: Any = ctx.Queue()
-        self.proc = ctx.Process(target=self._main, args=(make, self.stop, self.queue),
-                                daemon=True)
+        self.opened: Any = ctx.Value("d", 0.0)  # monotonic time the attack was all open
+        self.proc = ctx.Process(target=self._main,
+                                args=(make, self.stop, self.queue, self.opened), daemon=True)
         self.proc.start()
 
     @staticmethod
-    def _main(make: Callable[[], Any], stop: Any, queue: Any) -> None:
+    def _main(make: Callable[[], Any], stop: Any, queue: Any, opened: Any) -> None:
         worker = make()
         worker.stop_event = stop
+        worker.opened = opened
         try:
             worker.run()
         finally:
@@ -247,8 +261,8 @@ class Conn:
         self.buf = b""
 
 
-def hold(target: Target, request: Callable[[int], bytes], count: int, seconds: float
-         ) -> list[Conn]:
+def hold(target: Target, request: Callable[[int], bytes], count: int, seconds: float,
+         opened: Callable[[], None] = lambda: None) -> list[Conn]:
     """Open ``count`` connections from ``ATTACKER``, send each ``request(i)``, and watch
     them for ``seconds``: each one's first status and when the server closed it."""
     sel = selectors.DefaultSelector()
@@ -268,6 +282,7 @@ def hold(target: Target, request: Callable[[int], bytes], count: int, seconds: f
         c = Conn(sock)
         conns.append(c)
         sel.register(sock, selectors.EVENT_READ, c)
+    opened()
     until = time.monotonic() + seconds
     while time.monotonic() < until:
         for key, _ in sel.select(timeout=0.2):
@@ -322,13 +337,18 @@ def summary(conns: list[Conn], deadline_of: Callable[[Conn], float | None], slac
             "outlived_deadline": outlived, "admitted_still_open": admitted_open}
 
 
-def under_attack(target: Target, name: str, attack: Callable[[], dict[str, Any]]
-                 ) -> dict[str, Any]:
-    """Run ``attack`` while the prober probes and the second client plays."""
+def under_attack(target: Target, name: str,
+                 attack: Callable[[Callable[[], None]], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``attack`` while the prober probes and the second client plays; ``attack``
+    calls the function it is given once its connections are all open."""
     prober = Apart(lambda: Prober(target, target.args.probe_every))
     player = Apart(lambda: Player(target))
+
+    def opened() -> None:
+        prober.opened.value = time.monotonic()
+
     try:
-        out = attack()
+        out = attack(opened)
     finally:
         probes = prober.finish()
         figures = player.finish()
@@ -347,8 +367,8 @@ def attack_slow_body(target: Target) -> dict[str, Any]:
     head = (b"POST /bots HTTP/1.1\r\nHost: arena\r\nContent-Type: application/json\r\n"
             b"Content-Length: 1000\r\n\r\n" + b'{"name":"x')
 
-    def attack() -> dict[str, Any]:
-        conns = hold(target, lambda i: head, a.slow_bodies, a.hold)
+    def attack(opened: Callable[[], None]) -> dict[str, Any]:
+        conns = hold(target, lambda i: head, a.slow_bodies, a.hold, opened)
         # every one must be answered or closed within the body deadline (the head came
         # at once): a 408 at the deadline, a refusal (429, 503) at once
         return summary(conns, lambda c: a.body_timeout, a.slack, a.hold)
@@ -364,8 +384,8 @@ def attack_streams(target: Target) -> dict[str, Any]:
     def request(i: int) -> bytes:
         return (f"GET /games/{bots_game}/events HTTP/1.1\r\nHost: arena\r\n\r\n").encode()
 
-    def attack() -> dict[str, Any]:
-        conns = hold(target, request, a.streams, a.hold)
+    def attack(opened: Callable[[], None]) -> dict[str, Any]:
+        conns = hold(target, request, a.streams, a.hold, opened)
         # admitted (200): a stream within its share may stay open; a refusal is an
         # answer at once, and then the connection is idle: closed by the head deadline
         return summary(conns, lambda c: None if c.status == 200 else HEAD_TIMEOUT_S,
@@ -382,8 +402,8 @@ def attack_polls(target: Target) -> dict[str, Any]:
     req = (f"GET /bots/me/turns?timeout={a.poll_timeout} HTTP/1.1\r\nHost: arena\r\n"
            f"Authorization: Bearer {bot['token']}\r\n\r\n").encode()
 
-    def attack() -> dict[str, Any]:
-        conns = hold(target, lambda i: req, a.polls, a.hold)
+    def attack(opened: Callable[[], None]) -> dict[str, Any]:
+        conns = hold(target, lambda i: req, a.polls, a.hold, opened)
         # admitted polls answer at their timeout; refused ones are answered at once and
         # closed by the head deadline
         return summary(conns, lambda c: HEAD_TIMEOUT_S if c.status in (429, 503)

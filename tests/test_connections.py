@@ -403,3 +403,38 @@ def test_one_client_is_held_to_its_share_of_the_connections(served) -> None:
         for sock in held:
             sock.close()
     wait_for(lambda: get(s.port, "/healthz")[0] == 200, 30, "served again")
+
+
+def test_spectators_hold_only_their_share_and_a_seat_is_admitted_past_it(served) -> None:
+    """Anonymous event streams together hold at most ``ARENA_SPECTATOR_SHARE`` of the
+    worker's budget (503 ``over-capacity`` past it); a seat's stream of the same game is
+    still admitted, and so are the players' actions: players keep priority."""
+    cap, reserve, share = 20, 4, 0.25
+    spectators = int((cap - reserve) * share)
+    s = served(ARENA_WORKER_CONNECTIONS=str(cap), ARENA_RESERVED_CONNECTIONS=str(reserve),
+               ARENA_SPECTATOR_SHARE=str(share), ARENA_CLIENT_SHARE="1")
+    bots, game = two_player_game(s.port)
+    streams = []
+    try:
+        for _ in range(spectators):
+            sock, status, head = open_stream(s.port, game["id"])
+            streams.append(sock)
+            assert status == 200, head
+        sock, status, head = open_stream(s.port, game["id"])
+        with sock:
+            assert status == 503, head
+            assert b"/problems/over-capacity" in head + sock.recv(4096)
+        sock, status, head = open_stream(s.port, game["id"], bots[0]["token"])
+        streams.append(sock)
+        assert status == 200, head  # the seat's own stream
+        turn = json_call(s.port, "GET", f"/games/{game['id']}")["turn"]
+        player = bots[turn]["token"]
+        view = json_call(s.port, "GET", f"/games/{game['id']}", token=player)
+        assert view["your_turn"]
+        after = json_call(s.port, "POST", f"/games/{game['id']}/actions",
+                          {"action": view["legal_actions"][0], "version": view["version"]},
+                          player)
+        assert after["version"] == view["version"] + 1
+    finally:
+        for sock in streams:
+            sock.close()

@@ -72,7 +72,10 @@ STREAMS_PER_BOT = 16
 POLLS_PER_CLIENT = 256
 POLLS_PER_BOT = 64
 SPECTATOR_SHARE = 0.5  # of a worker's general budget: anonymous event streams together
-CLIENT_SHARE = 0.5  # of a worker's general budget: one client's open connections
+# of a worker's general budget, one client's open connections: 496 of 1,984, room for a
+# client at both its caps (64 streams + 256 polls) and more, and one address's burst of
+# requests stays a quarter of what a worker would have to answer at once
+CLIENT_SHARE = 0.25
 RETRY_AFTER_S = 5  # a 429 at a cap: a slot frees when a poll ends or a stream closes
 
 PROBES = ("/healthz", "/readyz", "/metrics")
