@@ -438,3 +438,34 @@ def test_spectators_hold_only_their_share_and_a_seat_is_admitted_past_it(served)
     finally:
         for sock in streams:
             sock.close()
+
+
+def test_the_shipped_nginx_config_parses_and_holds_the_same_deadlines(tmp_path: Path) -> None:
+    """deploy/nginx.conf carries the arena's deadlines and per-address caps, and nginx
+    itself accepts it (``nginx -t``, with the replicas' name made local: nginx resolves
+    upstream names while it checks). Without nginx installed, the settings are checked."""
+    import re
+    import shutil
+    import subprocess
+
+    conf = (Path(__file__).resolve().parent.parent / "deploy" / "nginx.conf").read_text()
+    for setting in ("client_header_timeout 5s;", "client_body_timeout 10s;",
+                    "send_timeout 10s;", "client_max_body_size 16k;",
+                    "keepalive_timeout 5s;", "limit_conn per_address ",
+                    "limit_conn streams_per_address ", "limit_conn_status 429;"):
+        assert setting in conf, setting
+    assert re.search(r"/problems/too-many-connections", conf)
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists()
+                                      else None)
+    if nginx is None:
+        pytest.skip("nginx is not installed: its own check did not run")
+    site = tmp_path / "site.conf"
+    site.write_text(conf.replace("server arena:8000;", "server 127.0.0.1:8000;"))
+    main = tmp_path / "nginx.conf"
+    main.write_text(f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\n"
+                    f"events {{}}\nhttp {{\n  access_log off;\n"
+                    f"  client_body_temp_path {tmp_path};\n  proxy_temp_path {tmp_path};\n"
+                    f"  include {site};\n}}\n")
+    done = subprocess.run([nginx, "-t", "-c", str(main), "-p", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
