@@ -315,24 +315,33 @@ def hold(target: Target, request: Callable[[int], bytes], count: int, seconds: f
 
 def summary(conns: list[Conn], deadline_of: Callable[[Conn], float | None], slack: float,
             seconds: float) -> dict[str, Any]:
-    """Statuses, how long the longest connection was open against its deadline, and how
-    many outlived it (``deadline_of`` None: admitted, may stay open)."""
+    """Statuses; how long connections waited for their first answer (the kernel's listen
+    queue and the server's turn included: no deadline of the server's runs before it has
+    taken a connection); and how long each stayed open against its deadline
+    (``deadline_of``: seconds from its opening for one never answered, from its answer
+    for one answered, None for one admitted that may stay open). A connection outlived
+    its deadline when it was open ``slack`` seconds past it."""
     statuses = Counter(str(c.status) if c.status is not None else "none" for c in conns)
     outlived = 0
     longest = 0.0
     longest_deadline = None
     admitted_open = 0
+    to_answer = [c.answered - c.opened for c in conns if c.answered is not None]
+    end = max((c.opened for c in conns), default=0.0) + seconds
     for c in conns:
         deadline = deadline_of(c)
-        open_s = (c.closed or (c.opened + seconds)) - c.opened
         if deadline is None:
             admitted_open += c.closed is None
             continue
+        since = c.answered if c.answered is not None else c.opened
+        open_s = (c.closed or end) - since
         if open_s > longest:
             longest, longest_deadline = open_s, deadline
         if open_s > deadline + slack:
             outlived += 1
     return {"connections": len(conns), "statuses": dict(statuses),
+            "first_answer_p50_s": pct(to_answer, 0.5),
+            "first_answer_max_s": pct(to_answer, 1.0),
             "longest_open_s": round(longest, 2), "its_deadline_s": longest_deadline,
             "outlived_deadline": outlived, "admitted_still_open": admitted_open}
 
@@ -369,9 +378,10 @@ def attack_slow_body(target: Target) -> dict[str, Any]:
 
     def attack(opened: Callable[[], None]) -> dict[str, Any]:
         conns = hold(target, lambda i: head, a.slow_bodies, a.hold, opened)
-        # every one must be answered or closed within the body deadline (the head came
-        # at once): a 408 at the deadline, a refusal (429, 503) at once
-        return summary(conns, lambda c: a.body_timeout, a.slack, a.hold)
+        # answered (a 408 at the body deadline, a refusal at once): closed at once after
+        # it; never answered: closed within the body deadline of its opening
+        return summary(conns, lambda c: a.body_timeout if c.status is None else 0.0,
+                       a.slack, a.hold)
 
     return under_attack(target, "slow_body", attack)
 
@@ -386,10 +396,10 @@ def attack_streams(target: Target) -> dict[str, Any]:
 
     def attack(opened: Callable[[], None]) -> dict[str, Any]:
         conns = hold(target, request, a.streams, a.hold, opened)
-        # admitted (200): a stream within its share may stay open; a refusal is an
-        # answer at once, and then the connection is idle: closed by the head deadline
-        return summary(conns, lambda c: None if c.status == 200 else HEAD_TIMEOUT_S,
-                       a.slack, a.hold)
+        # admitted (200): a stream within its share may stay open; a refusal closes its
+        # connection at once; one not answered yet is closed by the head deadline
+        return summary(conns, lambda c: None if c.status == 200 else
+                       (HEAD_TIMEOUT_S if c.status is None else 0.0), a.slack, a.hold)
 
     return under_attack(target, "streams", attack)
 
@@ -404,10 +414,10 @@ def attack_polls(target: Target) -> dict[str, Any]:
 
     def attack(opened: Callable[[], None]) -> dict[str, Any]:
         conns = hold(target, lambda i: req, a.polls, a.hold, opened)
-        # admitted polls answer at their timeout; refused ones are answered at once and
-        # closed by the head deadline
-        return summary(conns, lambda c: HEAD_TIMEOUT_S if c.status in (429, 503)
-                       else float(a.poll_timeout), a.slack, a.hold)
+        # admitted polls answer at their timeout (then the connection is idle: the head
+        # deadline); refused ones close at once
+        return summary(conns, lambda c: float(a.poll_timeout) if c.status is None else
+                       (HEAD_TIMEOUT_S if c.status == 200 else 0.0), a.slack, a.hold)
 
     return under_attack(target, "polls", attack)
 

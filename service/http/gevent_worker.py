@@ -51,9 +51,16 @@ import time
 from typing import Any
 
 import gevent
+from gevent.server import StreamServer
+from gunicorn.workers import ggevent
 from gunicorn.workers.ggevent import GeventWorker as _GeventWorker
 
 SHED_SLOTS = 64  # accept-pool room above the cap for connections being refused
+# Connections taken from the listen queue per wake-up (gevent's default). gunicorn takes
+# one when it runs several workers (to spread them); under a flood of connections that
+# left the queue full, a busy worker took one per turn of its loop, and the kernel
+# dropped everyone's SYNs meanwhile, the probes' included (seconds of retransmits).
+ACCEPT_BATCH = 100
 SHED_READ_S = 1.0  # how long a refused connection's request head is waited for
 RETRY_AFTER_S = 1
 DRAIN_MAX_BYTES = 65536  # of a body the app left unread, drained to keep the connection
@@ -247,6 +254,20 @@ def shut_down(app: Any) -> None:
         arena.shut_down()
 
 
+class BatchAccept(StreamServer):
+    """gevent's server, taking up to ``ACCEPT_BATCH`` connections per wake-up whatever
+    gunicorn sets (see ``ACCEPT_BATCH``): refusals are cheap, and a client's share
+    (``ARENA_CLIENT_SHARE``) bounds what one worker takes of one client."""
+
+    @property  # type: ignore[override]
+    def max_accept(self) -> int:
+        return ACCEPT_BATCH
+
+    @max_accept.setter
+    def max_accept(self, value: int) -> None:
+        pass
+
+
 class GeventWorker(_GeventWorker):
     """``gevent`` as gunicorn ships it, with one send per small response, a graceful
     stop that does not wait for long-polls to time out, the probes' reserve, a share per
@@ -280,6 +301,10 @@ class GeventWorker(_GeventWorker):
         self.send_timeout_s = float(cfg["ARENA_SEND_TIMEOUT"] or 0)
         self.body_timeout_s = float(cfg["ARENA_BODY_TIMEOUT"] or 0)
         self._client_key = connections.client_key
+
+    def run(self) -> None:
+        ggevent.StreamServer = BatchAccept  # what gunicorn's run() builds its servers from
+        super().run()
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         key = None
