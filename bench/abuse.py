@@ -250,7 +250,7 @@ class Apart:
 
 
 class Conn:
-    __slots__ = ("answered", "buf", "closed", "opened", "sock", "status")
+    __slots__ = ("answered", "buf", "closed", "kind", "opened", "sock", "status")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -258,6 +258,7 @@ class Conn:
         self.answered: float | None = None
         self.closed: float | None = None
         self.status: int | None = None
+        self.kind: str | None = None  # the problem's type, when the answer is one
         self.buf = b""
 
 
@@ -299,6 +300,9 @@ def hold(target: Target, request: Callable[[int], bytes], count: int, seconds: f
                 if b"\r\n" in c.buf:
                     c.status = int(c.buf.split(b" ", 2)[1])
                     c.answered = now
+                    found = c.buf.find(b'"/problems/')
+                    if found >= 0:
+                        c.kind = c.buf[found + 11:].split(b'"', 1)[0].decode()
                     c.buf = b""
             if not data:
                 c.closed = now
@@ -321,7 +325,9 @@ def summary(conns: list[Conn], deadline_of: Callable[[Conn], float | None], slac
     (``deadline_of``: seconds from its opening for one never answered, from its answer
     for one answered, None for one admitted that may stay open). A connection outlived
     its deadline when it was open ``slack`` seconds past it."""
-    statuses = Counter(str(c.status) if c.status is not None else "none" for c in conns)
+    statuses = Counter("none" if c.status is None else
+                       str(c.status) if c.kind is None else f"{c.status} {c.kind}"
+                       for c in conns)
     outlived = 0
     longest = 0.0
     longest_deadline = None
@@ -344,6 +350,15 @@ def summary(conns: list[Conn], deadline_of: Callable[[Conn], float | None], slac
             "first_answer_max_s": pct(to_answer, 1.0),
             "longest_open_s": round(longest, 2), "its_deadline_s": longest_deadline,
             "outlived_deadline": outlived, "admitted_still_open": admitted_open}
+
+
+def after_answer(c: Conn) -> float:
+    """Seconds a connection may stay open after its answer: none after a refusal at a
+    cap or a deadline (the server closes it), the head deadline after an answer that
+    keeps it alive (a poll's, or a 429 ``rate-limited``: the request budget)."""
+    if c.status == 200 or c.kind == "rate-limited":
+        return float(HEAD_TIMEOUT_S)
+    return 0.0
 
 
 def under_attack(target: Target, name: str,
@@ -380,8 +395,8 @@ def attack_slow_body(target: Target) -> dict[str, Any]:
         conns = hold(target, lambda i: head, a.slow_bodies, a.hold, opened)
         # answered (a 408 at the body deadline, a refusal at once): closed at once after
         # it; never answered: closed within the body deadline of its opening
-        return summary(conns, lambda c: a.body_timeout if c.status is None else 0.0,
-                       a.slack, a.hold)
+        return summary(conns, lambda c: a.body_timeout if c.status is None else
+                       after_answer(c), a.slack, a.hold)
 
     return under_attack(target, "slow_body", attack)
 
@@ -399,7 +414,8 @@ def attack_streams(target: Target) -> dict[str, Any]:
         # admitted (200): a stream within its share may stay open; a refusal closes its
         # connection at once; one not answered yet is closed by the head deadline
         return summary(conns, lambda c: None if c.status == 200 else
-                       (HEAD_TIMEOUT_S if c.status is None else 0.0), a.slack, a.hold)
+                       (HEAD_TIMEOUT_S if c.status is None else after_answer(c)),
+                       a.slack, a.hold)
 
     return under_attack(target, "streams", attack)
 
@@ -417,7 +433,7 @@ def attack_polls(target: Target) -> dict[str, Any]:
         # admitted polls answer at their timeout (then the connection is idle: the head
         # deadline); refused ones close at once
         return summary(conns, lambda c: float(a.poll_timeout) if c.status is None else
-                       (HEAD_TIMEOUT_S if c.status == 200 else 0.0), a.slack, a.hold)
+                       after_answer(c), a.slack, a.hold)
 
     return under_attack(target, "polls", attack)
 

@@ -73,6 +73,10 @@ def test_which_requests_hold_their_connection_waiting() -> None:
     assert waiting_kind("api.act", {"wait": 2}) == "poll"
     assert waiting_kind("api.act", {"wait": 0}) is None
     assert waiting_kind("api.get_game", {}) is None
+    # the raw query, before validation: a bad value waits for nothing (then a 422)
+    assert waiting_kind("api.turn", {"timeout": "2.5"}) == "poll"
+    assert waiting_kind("api.turn", {"timeout": "soon"}) is None
+    assert waiting_kind("api.act", {"wait": "0"}) is None
 
 
 # --- served ------------------------------------------------------------------------------------

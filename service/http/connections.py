@@ -270,16 +270,24 @@ class Held:
         return resp
 
 
-def waiting_kind(endpoint: str | None, query: dict[str, Any] | None) -> str | None:
-    """"stream" or "poll" when this operation holds its connection waiting, else None."""
+def waiting_kind(endpoint: str | None, query: Any) -> str | None:
+    """"stream" or "poll" when this operation holds its connection waiting, else None.
+    ``query`` is the raw query (strings; before validation, which comes after)."""
     q = query or {}
     if endpoint == "api.events":
         return "stream"
-    if endpoint in ("api.turn", "api.my_turns") and (q.get("timeout") or 0) > 0:
+    if endpoint in ("api.turn", "api.my_turns") and _positive(q.get("timeout")):
         return "poll"
-    if endpoint == "api.act" and (q.get("wait") or 0) > 0:
+    if endpoint == "api.act" and _positive(q.get("wait")):
         return "poll"
     return None
+
+
+def _positive(value: Any) -> bool:
+    try:
+        return float(value) > 0
+    except (TypeError, ValueError):
+        return False
 
 
 _CAP_NAMES = {
@@ -290,7 +298,7 @@ _CAP_NAMES = {
 }
 
 
-def admit(endpoint: str | None, bot_id: str | None, query: dict[str, Any] | None,
+def admit(endpoint: str | None, bot_id: str | None, query: Any,
           address: str | None) -> Held | None:
     """Take this request's slots if it is a stream or a long-poll (None if it is neither);
     429 ``too-many-connections`` past a client's or a bot's cap, 503 ``over-capacity``
