@@ -222,6 +222,17 @@ def start_redis(workdir: Path, maxclients: int | None = None
     return proc, port
 
 
+# Every load these benchmarks make comes from one address (loopback), thousands of streams
+# and polls of a few bots: the caps per client and per bot (service.http.connections) are
+# off here, as the rate limit is, so that what is measured is the service's cost, not its
+# refusals (bench/abuse.py measures those, with the caps on).
+ONE_ADDRESS_LOAD = {
+    "ARENA_STREAMS_PER_CLIENT": "0", "ARENA_STREAMS_PER_BOT": "0",
+    "ARENA_POLLS_PER_CLIENT": "0", "ARENA_POLLS_PER_BOT": "0",
+    "ARENA_SPECTATOR_SHARE": "0", "ARENA_CLIENT_SHARE": "0",
+}
+
+
 def start_service(redis_port: int | str, workers: int, log: Path, settings: Mapping[str, str],
                   code: Path = ROOT) -> tuple[subprocess.Popen[bytes], int]:
     """The service under gunicorn (``workers`` gevent workers) on a free port, ``code``
@@ -229,7 +240,8 @@ def start_service(redis_port: int | str, workers: int, log: Path, settings: Mapp
     in its environment; once ``/healthz`` answers. Its output goes to ``log``."""
     port = free_port()
     url = redis_port if isinstance(redis_port, str) else f"redis://{HOST}:{redis_port}/0"
-    env = {**os.environ, "PYTHONPATH": str(code), "REDIS_URL": url, **settings}
+    env = {**os.environ, "PYTHONPATH": str(code), "REDIS_URL": url, **ONE_ADDRESS_LOAD,
+           **settings}
     with log.open("wb") as out:
         proc = subprocess.Popen(gunicorn_command(HOST, port, workers), env=env, stdout=out,
                                 stderr=out, cwd=code, preexec_fn=die_with_parent)

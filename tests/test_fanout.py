@@ -201,6 +201,9 @@ def test_a_move_is_read_once_per_worker_whatever_the_spectators(
     s = Service(tmp_path, workers=1, REDIS_URL=f"redis://127.0.0.1:{own_redis}/0",
                 ARENA_KEY_PREFIX="fan:", ARENA_RATE_LIMIT="0", ARENA_SWEEPER="0",
                 ARENA_CALLBACKS="0",  # the webhook dispatcher's own polls are not the streams'
+                # every spectator comes from this one address: no cap per client
+                ARENA_STREAMS_PER_CLIENT="0", ARENA_CLIENT_SHARE="0",
+                ARENA_SPECTATOR_SHARE="0",
                 ARENA_SSE_KEEPALIVE=str(KEEPALIVE_S), ARENA_ACCESS_LOG="0")
     try:
         s.wait_healthy()
@@ -238,6 +241,10 @@ def test_at_the_connection_cap_a_new_connection_is_answered_503_at_once(
     s = Service(tmp_path, workers=1, REDIS_URL=f"redis://127.0.0.1:{own_redis}/0",
                 ARENA_KEY_PREFIX="cap:", ARENA_RATE_LIMIT="0", ARENA_SWEEPER="0",
                 ARENA_WORKER_CONNECTIONS=str(cap), ARENA_ACCESS_LOG="0",
+                # all of the cap for the streams of this one address: no probes' reserve,
+                # no share per client (tests/test_connections.py has those)
+                ARENA_RESERVED_CONNECTIONS="0", ARENA_CLIENT_SHARE="0",
+                ARENA_STREAMS_PER_CLIENT="0", ARENA_SPECTATOR_SHARE="0",
                 ARENA_SSE_KEEPALIVE="0.5")  # a closed stream is noticed at its next write
     streams: list[socket.socket] = []
     try:
@@ -264,7 +271,7 @@ def test_at_the_connection_cap_a_new_connection_is_answered_503_at_once(
         assert took < 2.0, took
         assert answer.getheader("Retry-After") == "1"
         assert answer.getheader("Content-Type") == "application/problem+json"
-        assert body["type"] == "/problems/service-unavailable"
+        assert body["type"] == "/problems/over-capacity"
         assert body["instance"] == f"/games/{game['id']}"
         conn.close()
 

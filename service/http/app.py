@@ -28,6 +28,7 @@ from service.arena.tournaments import Tournaments
 from service.http import (
     callback_routes,
     consent_routes,
+    connections,
     ladder_routes,
     limits,
     observe,
@@ -95,6 +96,9 @@ DEFAULTS: dict[str, Any] = {
     # consent: invitation expiry, the house bots' per-challenger limit, pending invitations
     # per bot (service/arena/invitations.py)
     **INVITATION_DEFAULTS,
+    # deadlines on request heads, bodies and response writes; caps on open streams and
+    # long-polls per client and per bot; the probes' reserve (service/http/connections.py)
+    **connections.DEFAULTS,
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
@@ -175,6 +179,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(docs)
 
     limits.install(app)
+    connections.install(app)  # the body deadline; open streams and long-polls counted
 
     @app.before_request
     def _rate_limit() -> None:

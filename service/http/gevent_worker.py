@@ -15,13 +15,27 @@ On SIGTERM (``handle_exit``) the worker also ends its open long-polls and event 
 at once (``shut_down``): gunicorn would otherwise wait ``graceful_timeout`` for them and
 then cut them off.
 
-At its connection cap (``worker_connections``, ``ARENA_WORKER_CONNECTIONS``) the worker
-answers a new connection at once with a 503 ``service-unavailable`` problem and
-``Retry-After: 1``, and closes it (``shed``), instead of leaving it to wait unseen in the
-kernel's listen queue until some open connection ends: a client (a browser's
-``EventSource`` reconnecting with backoff, a bot's retry) learns in milliseconds that it
-should come back. gunicorn's accept pool is ``SHED_SLOTS`` larger than the cap, so the
-refusals themselves have room.
+At its connection cap (``worker_connections``, ``ARENA_WORKER_CONNECTIONS``, less the
+probes' reserve ``ARENA_RESERVED_CONNECTIONS``) the worker answers a new connection at once
+with a 503 ``over-capacity`` problem and ``Retry-After: 1``, and closes it (``shed``),
+instead of leaving it to wait unseen in the kernel's listen queue until some open
+connection ends: a client (a browser's ``EventSource`` reconnecting with backoff, a bot's
+retry) learns in milliseconds that it should come back. Before refusing, it looks at the
+request line (``MSG_PEEK``, at most ``SHED_READ_S``): ``GET /healthz``, ``/readyz`` and
+``/metrics`` are served from the reserve (one request, then the connection closes), so a
+probe answers even when one client has taken the rest. One client (an address, an IPv6
+/64: ``connections.client_key``) may hold at most ``ARENA_CLIENT_SHARE`` of the general
+budget; past it its new connections are refused with 429 ``too-many-connections`` (off
+behind a trusted proxy, ``ARENA_TRUSTED_PROXIES``, where every connection is the proxy's).
+gunicorn's accept pool is ``SHED_SLOTS`` larger than the cap, so the refusals themselves
+have room.
+
+Deadlines (``service.http.connections``): each write of a response must finish within
+``ARENA_SEND_TIMEOUT`` seconds, or the connection is dropped (``HeldHeaders``); a request
+body the app left unread is drained only until the body deadline (``ARENA_BODY_TIMEOUT``,
+from the request's head) and 64 KB, else the connection closes. A request head gunicorn
+cannot parse (a bad Content-Length, a malformed header, a request line too long) is
+answered as a problem (``handle_error``), as the app answers everything else.
 
 Configured in ``service.http.gunicorn_conf`` as ``worker_class``; gunicorn's own files are not
 touched.
@@ -30,45 +44,83 @@ touched.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import socket
+import time
 from typing import Any
 
 import gevent
+from gevent.server import StreamServer
+from gunicorn.workers import ggevent
 from gunicorn.workers.ggevent import GeventWorker as _GeventWorker
 
 SHED_SLOTS = 64  # accept-pool room above the cap for connections being refused
+# Connections taken from the listen queue per wake-up (gevent's default). gunicorn takes
+# one when it runs several workers (to spread them); under a flood of connections that
+# left the queue full, a busy worker took one per turn of its loop, and the kernel
+# dropped everyone's SYNs meanwhile, the probes' included (seconds of retransmits).
+ACCEPT_BATCH = 100
 SHED_READ_S = 1.0  # how long a refused connection's request head is waited for
 RETRY_AFTER_S = 1
+DRAIN_MAX_BYTES = 65536  # of a body the app left unread, drained to keep the connection
+_PROBE_LINES = tuple(b"GET %s" % p for p in (b"/healthz", b"/readyz", b"/metrics"))
+
+_REASONS = {400: "Bad Request", 408: "Request Timeout", 414: "URI Too Long",
+            429: "Too Many Requests", 431: "Request Header Fields Too Large",
+            503: "Service Unavailable"}
+_TITLES = {  # as service.http.problems.KINDS has them (not imported in gunicorn's master)
+    "over-capacity": (503, "The service is at its connection limit; retry shortly"),
+    "too-many-connections": (429, "Too many open streams, long-polls or connections"),
+    "malformed-body": (400, "The request body cannot be read"),
+    "bad-request": (400, "Bad request"),
+    "uri-too-long": (414, "The request line is too long"),
+    "header-fields-too-large": (431, "The request's header fields are too large"),
+}
 
 
-def shed_response(head: bytes) -> bytes:
-    """The whole HTTP answer to a connection over the cap: a problem (RFC 9457) with the
-    request's path as ``instance`` when its request line could be read."""
+def request_path(head: bytes) -> str | None:
+    """The path of the request line at the start of ``head`` (None: not one)."""
     line = head.split(b"\r\n", 1)[0].split(b" ")
-    path = line[1].split(b"?", 1)[0].decode("latin-1") if len(line) == 3 else None
-    body = json.dumps({
-        "type": "/problems/service-unavailable",
-        "title": "The game store is unavailable; retry shortly",
-        "status": 503,
-        "detail": "this worker holds as many connections as it may "
-                  "(ARENA_WORKER_CONNECTIONS); retry shortly",
-        "instance": path,
-    }, separators=(",", ":")).encode()
-    return (b"HTTP/1.1 503 Service Unavailable\r\n"
-            b"Content-Type: application/problem+json\r\n"
-            b"Retry-After: %d\r\nConnection: close\r\nCache-Control: no-store\r\n"
-            b"Content-Length: %d\r\n\r\n%s" % (RETRY_AFTER_S, len(body), body))
+    return line[1].split(b"?", 1)[0].decode("latin-1") if len(line) == 3 else None
 
 
-def shed(client: Any) -> None:
+def problem_answer(kind: str, detail: str, path: str | None,
+                   retry_after: int | None = None) -> bytes:
+    """A whole HTTP answer that closes the connection: a problem (RFC 9457), with the
+    request's path as ``instance`` when its request line could be read."""
+    status, title = _TITLES[kind]
+    body = json.dumps({"type": f"/problems/{kind}", "title": title, "status": status,
+                       "detail": detail, "instance": path},
+                      separators=(",", ":")).encode()
+    retry = b"Retry-After: %d\r\n" % retry_after if retry_after is not None else b""
+    return (b"HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n%s"
+            b"Connection: close\r\nCache-Control: no-store\r\n"
+            b"Content-Length: %d\r\n\r\n%s"
+            % (status, _REASONS[status].encode(), retry, len(body), body))
+
+
+def shed_response(head: bytes, kind: str = "over-capacity") -> bytes:
+    """The answer to a connection refused at the cap (503 ``over-capacity``) or past its
+    client's share (429 ``too-many-connections``)."""
+    if kind == "over-capacity":
+        detail = ("this worker holds as many connections as it may "
+                  "(ARENA_WORKER_CONNECTIONS); retry shortly")
+    else:
+        detail = ("this client holds as many of this worker's connections as it may "
+                  "(ARENA_CLIENT_SHARE); retry shortly")
+    return problem_answer(kind, detail, request_path(head), RETRY_AFTER_S)
+
+
+def shed(client: Any, kind: str = "over-capacity") -> None:
     """Refuse ``client`` quickly: read what it sent (so closing does not reset the
-    connection under the answer), answer 503, close."""
+    connection under the answer), answer, close."""
     head = b""
     try:
         client.settimeout(SHED_READ_S)
         with contextlib.suppress(OSError):
             head = client.recv(8192)
-        client.sendall(shed_response(head))
+        client.sendall(shed_response(head, kind))
         client.shutdown(2)
     except OSError:
         pass
@@ -76,32 +128,105 @@ def shed(client: Any) -> None:
         client.close()
 
 
+def wants_probe(client: Any, wait_s: float = SHED_READ_S) -> bool:
+    """Whether the connection's first request line is a probe (``GET /healthz``,
+    ``/readyz``, ``/metrics``), looked at without taking it off the socket (``MSG_PEEK``),
+    for at most ``wait_s`` seconds."""
+    until = time.monotonic() + wait_s
+    seen = b""
+    try:
+        while True:
+            left = until - time.monotonic()
+            if left <= 0:
+                return False
+            client.settimeout(left)
+            seen = client.recv(256, socket.MSG_PEEK)
+            if not seen:
+                return False
+            if b"\r\n" in seen or len(seen) >= 64:
+                break
+            gevent.sleep(0.005)  # the rest of the line is on its way
+    except OSError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            client.settimeout(None)
+    return any(seen.startswith(p) and seen[len(p):len(p) + 1] in (b" ", b"?")
+               for p in _PROBE_LINES)
+
+
+def head_error_answer(exc: BaseException) -> bytes | None:
+    """The problem answer to a request head gunicorn could not parse (None: leave it to
+    gunicorn, e.g. a TLS or proxy-protocol error)."""
+    from gunicorn.http import errors
+
+    text = str(exc)
+    if isinstance(exc, errors.LimitRequestLine):
+        return problem_answer("uri-too-long", text, None)
+    if isinstance(exc, errors.LimitRequestHeaders):
+        return problem_answer("header-fields-too-large", text, None)
+    req = getattr(exc, "req", None)
+    path = getattr(req, "path", None)
+    if isinstance(exc, (errors.InvalidChunkSize, errors.ChunkMissingTerminator,
+                        errors.InvalidChunkExtension, errors.UnsupportedTransferCoding)) or (
+            isinstance(exc, errors.InvalidHeader)
+            and getattr(exc, "hdr", "") in ("CONTENT-LENGTH", "TRANSFER-ENCODING")):
+        return problem_answer("malformed-body", f"the request body cannot be read: {text}",
+                              path)
+    if isinstance(exc, (errors.InvalidRequestLine, errors.InvalidRequestMethod,
+                        errors.InvalidHTTPVersion, errors.InvalidHeader,
+                        errors.InvalidHeaderName, errors.ObsoleteFolding)):
+        return problem_answer("bad-request", text, path)
+    return None
+
+
 class HeldHeaders:
-    """The client socket as one response sees it (see the module docstring)."""
+    """The client socket as one response sees it (see the module docstring): the header
+    block held back for the body, and every write under the send deadline."""
 
-    __slots__ = ("_held", "_sock")
+    __slots__ = ("_held", "_sock", "_timeout_s")
 
-    def __init__(self, sock: Any) -> None:
+    def __init__(self, sock: Any, timeout_s: float = 0.0) -> None:
         self._sock = sock
         self._held: bytes | None = None
+        self._timeout_s = timeout_s
+
+    def _sendall(self, data: Any, *args: Any) -> None:
+        if self._timeout_s <= 0:
+            self._sock.sendall(data, *args)
+            return
+        timer = gevent.Timeout(self._timeout_s)
+        timer.start()
+        try:
+            self._sock.sendall(data, *args)
+        except gevent.Timeout as exc:
+            if exc is not timer:
+                raise
+            # a client that does not read: drop it, as a client that left (EPIPE: gunicorn
+            # ends the request quietly, where another error would be logged with a traceback)
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+            raise BrokenPipeError(errno.EPIPE, "slow reader dropped") from None
+        finally:
+            timer.close()
 
     def sendall(self, data: Any, *args: Any) -> None:
         held = self._held
         if held is not None:
             self._held = None
-            self._sock.sendall(held + bytes(data), *args)
+            self._sendall(held + bytes(data), *args)
             return
         if (isinstance(data, bytes) and data.startswith(b"HTTP/")
                 and data.endswith(b"\r\n\r\n")):
             self._held = data  # the header block: wait for the body
             return
-        self._sock.sendall(data, *args)
+        self._sendall(data, *args)
 
     def flush(self) -> None:
         held = self._held
         if held is not None:
             self._held = None
-            self._sock.sendall(held)
+            self._sendall(held)
 
     def send(self, data: Any, *args: Any) -> int:
         self.flush()
@@ -129,33 +254,152 @@ def shut_down(app: Any) -> None:
         arena.shut_down()
 
 
+class BatchAccept(StreamServer):
+    """gevent's server, taking up to ``ACCEPT_BATCH`` connections per wake-up whatever
+    gunicorn sets (see ``ACCEPT_BATCH``): refusals are cheap, and a client's share
+    (``ARENA_CLIENT_SHARE``) bounds what one worker takes of one client."""
+
+    @property  # type: ignore[override]
+    def max_accept(self) -> int:
+        return ACCEPT_BATCH
+
+    @max_accept.setter
+    def max_accept(self, value: int) -> None:
+        pass
+
+
 class GeventWorker(_GeventWorker):
-    """``gevent`` as gunicorn ships it, with one send per small response, and a graceful
-    stop that does not wait for long-polls to time out."""
+    """``gevent`` as gunicorn ships it, with one send per small response, a graceful
+    stop that does not wait for long-polls to time out, the probes' reserve, a share per
+    client and deadlines on every connection (see the module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cap = self.worker_connections  # the connections served at once
         self.worker_connections = self.cap + SHED_SLOTS  # gunicorn's accept pool
-        self.open_connections = 0
+        self.open_connections = 0  # all served connections, the reserve's included
+        self.general_open = 0
+        self.probes_open = 0
+        self.by_client: dict[str, int] = {}
+        self.reserved: set[Any] = set()  # sockets admitted from the reserve
+        self.reserve = 0
+        self.general = self.cap
+        self.per_client = 0  # 0: no share per client
+        self.send_timeout_s = 0.0
+        self.body_timeout_s = 0.0
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        from service.http import connections
+
+        cfg = {**connections.DEFAULTS, **getattr(self.wsgi, "config", {})}
+        self.reserve = max(0, min(int(cfg["ARENA_RESERVED_CONNECTIONS"]), self.cap - 1))
+        self.general = self.cap - self.reserve
+        share = float(cfg["ARENA_CLIENT_SHARE"] or 0)
+        behind_proxy = int(cfg.get("ARENA_TRUSTED_PROXIES") or 0) > 0
+        self.per_client = 0 if behind_proxy or share <= 0 else max(1, int(self.general * share))
+        self.send_timeout_s = float(cfg["ARENA_SEND_TIMEOUT"] or 0)
+        self.body_timeout_s = float(cfg["ARENA_BODY_TIMEOUT"] or 0)
+        self._client_key = connections.client_key
+
+    def run(self) -> None:
+        ggevent.StreamServer = BatchAccept  # what gunicorn's run() builds its servers from
+        super().run()
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
-        if self.open_connections >= self.cap:
-            shed(client)
+        key = None
+        if self.per_client and isinstance(addr, tuple) and addr:
+            key = self._client_key(str(addr[0]))
+        reserved = False
+        if self.general_open >= self.general:
+            if (self.probes_open >= self.reserve or self.open_connections >= self.cap
+                    or not wants_probe(client)):
+                shed(client)
+                return
+            reserved = True
+        elif key is not None and self.by_client.get(key, 0) >= self.per_client:
+            shed(client, "too-many-connections")
             return
         self.open_connections += 1
+        if reserved:
+            self.probes_open += 1
+            self.reserved.add(client)
+        else:
+            self.general_open += 1
+            if key is not None:
+                self.by_client[key] = self.by_client.get(key, 0) + 1
         try:
             super().handle(listener, client, addr)
         finally:
             self.open_connections -= 1
+            if reserved:
+                self.probes_open -= 1
+                self.reserved.discard(client)
+            else:
+                self.general_open -= 1
+                if key is not None:
+                    left = self.by_client.get(key, 1) - 1
+                    if left > 0:
+                        self.by_client[key] = left
+                    else:
+                        self.by_client.pop(key, None)
 
     def handle_exit(self, sig: Any, frame: Any) -> None:
         super().handle_exit(sig, frame)  # alive = False: the run loop stops accepting
         gevent.spawn(shut_down, self.wsgi)  # out of the signal handler
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
-        out = HeldHeaders(sock)
+        started = time.monotonic()
+        body = getattr(req, "body", None)
+        if body is not None:
+            body.request = req  # a failed read of it closes the connection (connections.py)
+        out = HeldHeaders(sock, self.send_timeout_s)
         try:
-            return super().handle_request(listener_name, req, out, addr)
+            done = super().handle_request(listener_name, req, out, addr)
         finally:
             out.flush()
+        if sock in self.reserved:
+            raise StopIteration()  # a probe from the reserve: one request, then close
+        self.finish_body(req, started + self.body_timeout_s if self.body_timeout_s else None)
+        return done
+
+    @staticmethod
+    def finish_body(req: Any, until: float | None) -> None:
+        """Drain what the app left of the request's body, within the body deadline and
+        ``DRAIN_MAX_BYTES``; a body that cannot be drained (too slow, too long, malformed)
+        marks it failed, and gunicorn closes the connection instead of parsing the next
+        request from the middle of this one (and instead of answering a second time)."""
+        body = getattr(req, "body", None)
+        if body is None or getattr(body, "failed", False):
+            return
+        drained = 0
+        timer = gevent.Timeout(max(0.001, until - time.monotonic())) if until else None
+        if timer is not None:
+            timer.start()
+        try:
+            while drained < DRAIN_MAX_BYTES:
+                data = body.read(8192)
+                if not data:
+                    return
+                drained += len(data)
+        except gevent.Timeout as exc:
+            if exc is not timer:
+                raise
+        except Exception:  # any framing error: the connection closes
+            pass
+        finally:
+            if timer is not None:
+                timer.close()
+        body.failed = True
+
+    def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
+        """A request head gunicorn cannot parse: a problem, logged as the client's error
+        (one line, no traceback); anything else as gunicorn does it."""
+        answer = head_error_answer(exc)
+        if answer is None:
+            super().handle_error(req, client, addr, exc)
+            return
+        ip = addr[0] if isinstance(addr, tuple) and addr else "-"
+        self.log.warning("Invalid request from ip=%s: %s: %s", ip, type(exc).__name__, exc)
+        with contextlib.suppress(OSError):
+            client.sendall(answer)

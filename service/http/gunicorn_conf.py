@@ -34,7 +34,11 @@ timeout = 30
 # On SIGTERM, open long-polls get this long to finish before the worker exits; clients
 # retry a cut long-poll, so waiting the full poll length is not worth a slow shutdown.
 graceful_timeout = 5
-keepalive = 5
+# Seconds a request head may take to arrive, the first on a connection included (gunicorn
+# runs its parser under this timeout), and an idle keep-alive connection stays open:
+# ARENA_HEAD_TIMEOUT (service.http.connections). Body and send deadlines: the app's
+# ARENA_BODY_TIMEOUT and ARENA_SEND_TIMEOUT.
+keepalive = max(1, int(os.environ.get("ARENA_HEAD_TIMEOUT") or 5))  # whole seconds
 # gunicorn's own access log stays off: the app writes one JSON line per request
 # (``service.logs``; ARENA_ACCESS_LOG=0 turns it off).
 accesslog = None

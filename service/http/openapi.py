@@ -103,7 +103,10 @@ if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 
 _STATUS_TEXT = {
     400: "Malformed JSON or bad request (`/problems/malformed-json`, `/problems/bad-request`); "
-    f"a body may be nested at most {JSON_MAX_DEPTH} levels (arrays and objects)",
+    f"a body may be nested at most {JSON_MAX_DEPTH} levels (arrays and objects); a body "
+    "whose framing cannot be read (a malformed chunk size, a missing chunk terminator, a "
+    "bad trailer, a bad Content-Length) is `/problems/malformed-body` and the connection "
+    "closes",
     401: "Missing, malformed or unknown bearer token (`/problems/unauthorized`)",
     403: "Your bot does not hold that seat (`/problems/forbidden-seat`), the call needs "
     "the admin token (`/problems/forbidden`), or only the entrant itself may do it "
@@ -116,6 +119,9 @@ _STATUS_TEXT = {
     "tournament as it is now: `/problems/tournament-over` (finished or cancelled)",
     406: "The Accept header admits none of the media types this operation answers with "
     "(`/problems/not-acceptable`): send `application/json` (or `*/*`, or no Accept)",
+    408: "The body did not arrive within the service's body deadline (`ARENA_BODY_TIMEOUT`, "
+    "10 s by default) after the request head (`/problems/request-timeout`); the "
+    "connection closes",
     412: "If-Match is stale (`/problems/precondition-failed`, with `current_version`)",
     413: f"Body too large (`/problems/payload-too-large`): a body may be at most {MAX_BODY_BYTES} "
     "bytes, with or without Content-Length",
@@ -126,9 +132,11 @@ _STATUS_TEXT = {
     "Idempotency-Key reused in the same game with another request "
     "(`/problems/idempotency-key-reused`)",
     429: "Rate limited (`/problems/rate-limited`): the bot's (or address's) request budget "
-    "is spent, or this client address failed authentication too often; retry after "
-    "Retry-After",
-    503: "Redis unavailable (`/problems/service-unavailable`); retry after Retry-After",
+    "is spent, or this client address failed authentication too often; or this client "
+    "(address, IPv6 /64) or bot holds as many open event streams, long-polls or "
+    "connections as it may (`/problems/too-many-connections`); retry after Retry-After",
+    503: "Redis unavailable (`/problems/service-unavailable`), or the service is at its "
+    "connection limit (`/problems/over-capacity`); retry after Retry-After",
 }
 _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
 _RATE_LIMIT_FIELDS = {
@@ -217,7 +225,7 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         codes.add(403)  # a suspended bot's token (`suspended`, service.arena.owners)
         out["security"] = [{"bearer": []}] if op.auth == "required" else [{"bearer": []}, {}]
     if op.body is not None:
-        codes |= {400, 413, 415, 422}
+        codes |= {400, 408, 413, 415, 422}
     if op.query is not None or op.headers_in:
         codes.add(422)
     for code in sorted(codes):

@@ -52,8 +52,14 @@ KINDS: dict[str, tuple[int, str]] = {
     "precondition-failed": (412, "If-Match does not match the game's version"),
     "idempotency-key-reused": (422, "That Idempotency-Key was used with a different request"),
     "payload-too-large": (413, "The request body is too large"),
+    "malformed-body": (400, "The request body cannot be read"),
+    "request-timeout": (408, "The request did not arrive in time"),
+    "uri-too-long": (414, "The request line is too long"),
+    "header-fields-too-large": (431, "The request's header fields are too large"),
     "rate-limited": (429, "Too many requests"),
+    "too-many-connections": (429, "Too many open streams, long-polls or connections"),
     "service-unavailable": (503, "The game store is unavailable; retry shortly"),
+    "over-capacity": (503, "The service is at its connection limit; retry shortly"),
     "internal": (500, "Internal error"),
 }
 

@@ -28,7 +28,7 @@ from service.arena.fanout import direct_socket
 from service.arena.games import Arena, dumps
 from service.arena.tournaments import MAX_GAMES, Tournaments
 from service.http import callback_schemas as cs
-from service.http import limits, quotas
+from service.http import connections, limits, quotas
 from service.http import schemas as s
 from service.http.problems import Problem
 
@@ -105,13 +105,24 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
                 authenticate_admin()
             elif op.auth is not None:
                 bot_id = kwargs["bot_id"] = authenticate(op.auth)
-            if op.limited:  # after auth: the budget is the bot's, not its token string's
-                limits.count_request(f"b{bot_id}" if bot_id else f"a{limits.client_address()}")
-            if query_schema is not None:
-                kwargs["query"] = load(query_schema, request.args.to_dict(), "query")
-            if body_schema is not None:
-                kwargs["body"] = load(body_schema, read_json(op.body_required), "body")
-            return view(**kwargs)
+            # a stream or a long-poll takes its caller's slots first (``connections.admit``):
+            # refusing one costs no budget count and no parsing
+            held = connections.admit(request.endpoint, bot_id, request.args,
+                                     limits.client_address())
+            try:
+                if op.limited:  # after auth: the budget is the bot's, not its token string's
+                    limits.count_request(
+                        f"b{bot_id}" if bot_id else f"a{limits.client_address()}")
+                if query_schema is not None:
+                    kwargs["query"] = load(query_schema, request.args.to_dict(), "query")
+                if body_schema is not None:
+                    kwargs["body"] = load(body_schema, read_json(op.body_required), "body")
+                resp = view(**kwargs)
+            except BaseException:
+                if held is not None:
+                    held.release()
+                raise
+            return held.attach(resp) if held is not None else resp
 
         inner.operation = op  # type: ignore[attr-defined]
         return inner

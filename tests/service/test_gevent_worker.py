@@ -97,3 +97,107 @@ def test_a_worker_sets_its_import_time_objects_aside_from_garbage_collection() -
 
     assert frozen("1") > 1000
     assert frozen("0") == 0
+
+
+# --- deadlines and the probes' reserve (issue 22) ---------------------------------------------
+
+
+def test_a_reader_that_reads_nothing_is_dropped_at_the_send_deadline() -> None:
+    """A response write that the client does not take (its receive window full) ends
+    within ARENA_SEND_TIMEOUT as a broken pipe (what gunicorn ignores quietly), and the
+    socket is shut down, where it would wait for ever."""
+    import time
+
+    import pytest
+    from gevent import socket as gsocket
+
+    server, client = gsocket.socketpair()
+    try:
+        server.setsockopt(gsocket.SOL_SOCKET, gsocket.SO_SNDBUF, 4096)
+        out = HeldHeaders(server, timeout_s=0.5)
+        started = time.monotonic()
+        with pytest.raises(BrokenPipeError):
+            out.sendall(HEAD)
+            for _ in range(10_000):  # far more than any socket buffer holds
+                out.sendall(b"x" * 65536)
+        assert time.monotonic() - started < 30  # bounded, not for ever (generous)
+        client.settimeout(5)
+        received = 0
+        while True:  # the reader gets what was sent, then the end: the server shut it
+            data = client.recv(1 << 20)
+            if not data:
+                break
+            received += len(data)
+        assert received < 10_000 * 65536
+    finally:
+        server.close()
+        client.close()
+
+
+def test_a_probe_is_recognized_by_its_request_line_and_left_unread() -> None:
+    from gevent import socket as gsocket
+
+    from service.http.gevent_worker import wants_probe
+
+    for line, probe in ((b"GET /healthz HTTP/1.1\r\n", True),
+                        (b"GET /readyz?x=1 HTTP/1.1\r\n", True),
+                        (b"GET /metrics HTTP/1.1\r\n", True),
+                        (b"GET /healthzzz HTTP/1.1\r\n", False),
+                        (b"POST /healthz HTTP/1.1\r\n", False),
+                        (b"GET /games HTTP/1.1\r\n", False)):
+        server, client = gsocket.socketpair()
+        try:
+            client.sendall(line + b"Host: t\r\n\r\n")
+            assert wants_probe(server, 2.0) is probe, line
+            assert server.recv(4096).startswith(line)  # still there for the parser
+        finally:
+            server.close()
+            client.close()
+    server, client = gsocket.socketpair()
+    try:  # nothing sent: not a probe, after the wait
+        assert wants_probe(server, 0.2) is False
+    finally:
+        server.close()
+        client.close()
+
+
+def test_a_head_gunicorn_cannot_parse_is_answered_as_a_problem() -> None:
+    import json
+
+    from gunicorn.http import errors
+
+    from service.http.gevent_worker import head_error_answer
+    from service.http.problems import KINDS
+
+    cases = [
+        (errors.InvalidHeader("CONTENT-LENGTH"), 400, "malformed-body"),
+        (errors.InvalidHeader("TRANSFER-ENCODING"), 400, "malformed-body"),
+        (errors.UnsupportedTransferCoding("gzip"), 400, "malformed-body"),
+        (errors.InvalidChunkSize(b"zz"), 400, "malformed-body"),
+        (errors.InvalidRequestLine("GARBAGE"), 400, "bad-request"),
+        (errors.LimitRequestLine(9000, 4094), 414, "uri-too-long"),
+        (errors.LimitRequestHeaders("too many"), 431, "header-fields-too-large"),
+    ]
+    for exc, status, kind in cases:
+        answer = head_error_answer(exc)
+        assert answer is not None, exc
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 %d " % status), head
+        assert b"Content-Type: application/problem+json" in head
+        assert b"Connection: close" in head
+        problem = json.loads(body)
+        assert problem["type"] == f"/problems/{kind}" and problem["status"] == status
+        assert KINDS[kind] == (status, problem["title"])  # the worker's titles are the kinds'
+
+
+def test_the_workers_own_problems_are_kinds_of_the_contract() -> None:
+    """The worker answers some problems before the app (at the cap, a client's share, a
+    bad head): each is a kind of ``KINDS`` with the same status and title."""
+    from service.http.gevent_worker import _TITLES, shed_response
+    from service.http.problems import KINDS
+
+    for kind, status_title in _TITLES.items():
+        assert KINDS[kind] == status_title, kind
+    assert b"/problems/over-capacity" in shed_response(b"GET /x HTTP/1.1\r\n")
+    assert b"game store" not in shed_response(b"")
+    assert b"HTTP/1.1 429 " in shed_response(b"", "too-many-connections")
