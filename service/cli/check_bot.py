@@ -491,12 +491,12 @@ class Check:
         problem = self._played(run)
         if problem:
             return False, f"{problem}; the bot's actions applied: {acted}"
-        if acted == 0:
-            return False, "the bot made no move of its own in this game"
         if len(timeouts) > allowed_timeouts:
             plies = ", ".join(f"seat {t['seat']} ply {t['ply']}" for t in timeouts[:6])
             return False, (f"the clock played {len(timeouts)} of the bot's moves ({plies}); "
                            f"its own actions applied: {acted}")
+        if acted == 0:
+            return False, "the bot made no move of its own in this game"
         return True, (f"finished, {len(run.record.get('actions') or [])} actions, "
                       f"{acted} of them the bot's, scores {run.record.get('scores')}")
 
@@ -563,8 +563,9 @@ class Check:
         repeats = sum(1 for e in later if e.body == held.body and e.key == held.key)
         moved = any(_ok(e.service_status) for e in later)
         what = (f"held the bot's action {body.get('action')!r} (version "
-                f"{body.get('version', 'none')}) until the clock played v{run.marks['stale_from']}"
-                f"→v{run.marks['stale_to']}; the service answered {answer}; re-sent unchanged "
+                f"{body.get('version', 'none')}) until the game moved on (the clock played: "
+                f"v{run.marks['stale_from']}→v{run.marks['stale_to']}); the service answered "
+                f"{answer}; re-sent unchanged "
                 f"{repeats}x; acted afterwards: {moved}")
         if not versioned:
             return False, what, ('send the view\'s "version" (or If-Match) with every '
@@ -637,8 +638,8 @@ class Check:
         again_v = nxt.answer.get("version") if isinstance(nxt.answer, dict) else None
         if not _ok(nxt.service_status):
             return False, what, "retry with the same key and body"
-        return True, what + (f": the view of v{again_v} again, applied once (the lost "
-                             f"answer had v{first_v}, having waited for the next turn)"), ""
+        return True, what + (f": the view of v{again_v}, applied once (the lost answer "
+                             f"had v{first_v})"), ""
 
     def judge_restart(self) -> tuple[bool, str, str]:
         run = self.runs["duel"]
