@@ -300,8 +300,11 @@ class Check:
             self.start_bot(me["token"])
             self.say(f"bot started; waiting for its first request at {self.proxy.url}")
             if not self.wait_first_request():
-                return [Result("two_player", False,
-                               f"the bot sent no request in {START_WAIT:.0f} s",
+                exited = self.bot.poll() if self.bot else None
+                why = (f"the bot's process exited (status {exited}) before any request"
+                       if exited is not None else
+                       f"the bot sent no request in {START_WAIT:.0f} s")
+                return [Result("two_player", False, why,
                                "read ARENA_URL and ARENA_TOKEN from the environment and "
                                "start with GET /bots/me/turns", docs_link("two_player"))]
             began = time.monotonic()
