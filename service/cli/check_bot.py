@@ -57,6 +57,7 @@ BUSY_RATE = 3.0  # requests per second while not in turn above this: a busy loop
 MAX_PER_MOVE = 10.0  # requests per move above this: far from the 1.1-1.9 of the project's bots
 START_WAIT = 90.0  # seconds for the bot's first request (a `go run` or `tsc` build included)
 GAME_CAP = {"duel": 120.0, "clock": 60.0, "team": 90.0}  # a game not over by then failed
+GIVE_UP = 3  # the clock played this many of the bot's moves in a game: stop waiting for it
 SLACK = 0.05  # seconds of clock jitter allowed when measuring a wait
 IDLE_WINDOW = 2.0  # seconds watched with no game at all
 THINK = 3.0  # seconds the opponent holds one move in the duel
@@ -378,6 +379,11 @@ class Check:
             if self.bot is not None and self.bot.poll() is not None:
                 run.marks["bot_exited"] = self.bot.returncode
                 break
+            record = call(self.base, "GET", f"/games/{run.game_id}/record")
+            late = [t for t in record.get("timeouts") or [] if t["seat"] in run.bot_seats]
+            if len(late) >= GIVE_UP + self._stale_allowance(run):
+                run.marks["gave_up"] = len(late)  # the verdicts are certain: move on
+                break
         run.ended = time.monotonic()
         run.opponent_moves = opp.moves
         run.record = call(self.base, "GET", f"/games/{run.game_id}/record")
@@ -484,6 +490,9 @@ class Check:
     def _played(self, run: GameRun) -> str:
         if run.finished:
             return ""
+        if "gave_up" in run.marks:
+            return (f"the clock played {run.marks['gave_up']} of the bot's moves, and "
+                    "check-bot stopped waiting for the game")
         if "bot_exited" in run.marks:
             return f"the bot's process exited (status {run.marks['bot_exited']}) mid-game"
         return f"the game was not over after {GAME_CAP[run.name]:.0f} s"
@@ -491,13 +500,15 @@ class Check:
     def _game_ok(self, run: GameRun, allowed_timeouts: int = 0) -> tuple[bool, str]:
         acted = sum(1 for e in self.bot_actions(run) if _ok(e.service_status))
         timeouts = run.bot_timeouts()
+        if len(timeouts) > allowed_timeouts:
+            plies = ", ".join(f"seat {t['seat']} ply {t['ply']}" for t in timeouts[:6])
+            gave_up = "; check-bot stopped waiting for the game" if "gave_up" in run.marks \
+                else ""
+            return False, (f"the clock played {len(timeouts)} of the bot's moves ({plies}); "
+                           f"its own actions applied: {acted}{gave_up}")
         problem = self._played(run)
         if problem:
             return False, f"{problem}; the bot's actions applied: {acted}"
-        if len(timeouts) > allowed_timeouts:
-            plies = ", ".join(f"seat {t['seat']} ply {t['ply']}" for t in timeouts[:6])
-            return False, (f"the clock played {len(timeouts)} of the bot's moves ({plies}); "
-                           f"its own actions applied: {acted}")
         if acted == 0:
             return False, "the bot made no move of its own in this game"
         return True, (f"finished, {len(run.record.get('actions') or [])} actions, "
