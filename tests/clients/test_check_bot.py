@@ -101,3 +101,13 @@ def test_an_unknown_situation_is_refused_before_anything_starts(tmp_path: Path) 
     assert status == 2
     assert "unknown situation" in out and "two_player" in out
     assert report == {}
+
+
+def test_every_situation_points_to_a_section_that_exists() -> None:
+    from service.cli.check_bot import docs_link
+    from tests.test_docs import anchors_of
+
+    for situation in SITUATIONS:
+        path, _, anchor = docs_link(situation).partition("#")
+        assert anchor in anchors_of(ROOT / path), (situation, path, anchor)
+    assert "check-your-bot-before-it-competes" in anchors_of(ROOT / "docs" / "bots.md")
