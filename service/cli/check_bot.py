@@ -785,7 +785,12 @@ def run(args: argparse.Namespace) -> int:
     check = Check(command, only, quiet=args.quiet)
     try:
         results = check.run()
+    except KeyboardInterrupt:
+        shutil.rmtree(check.work, ignore_errors=True)
+        print("allfours check-bot: interrupted", file=sys.stderr)
+        return 130
     except Exception as exc:  # check-bot's own failure: say so, not as a verdict
+        shutil.rmtree(check.work, ignore_errors=True)
         print(f"allfours check-bot: could not run the check: {exc}", file=sys.stderr)
         return 2
     seconds = time.monotonic() - began
