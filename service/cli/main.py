@@ -288,6 +288,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tournament_arguments(tour)
     tour.set_defaults(func=_cmd_tournament)
+    from service.cli.check_bot import add_arguments as check_arguments
+    from service.cli.check_bot import run as check_run
+
+    chk = sub.add_parser(
+        "check-bot",
+        help="put a bot through the situations real play brings, before it competes",
+        description="Start a service of its own, run the bot's command with ARENA_URL and "
+        "ARENA_TOKEN in its environment (through a proxy that injects 429, 503, lost "
+        "answers, stale versions, a restart), play 2- and 4-player games against it and "
+        "report each situation; exits 1 when one failed. See docs/bots.md.",
+    )
+    check_arguments(chk)
+    chk.set_defaults(func=check_run)
     return parser
 
 

@@ -1,0 +1,59 @@
+"""How long ``allfours check-bot`` takes per bot, and how many requests each bot sends.
+
+    python bench/check_bot.py [--bots project,python,javascript,typescript,go,ruby]
+
+Runs the whole check (every situation) once per bot, one after another, on this machine,
+and prints one JSON line: per bot, the seconds the check took (service start, the bot's
+own start — a Go build or a TypeScript compile included —, the three games, the stop),
+whether it passed, and its requests per move as check-bot counted them. A bot whose
+toolchain is missing is left out (``"skipped"``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTERS = ROOT / "clients" / "starters"
+TOOLS = {"python": "python3", "javascript": "node", "typescript": "npm", "go": "go",
+         "ruby": "ruby"}
+PROJECT = (f"{sys.executable} -m service.cli.main bot --strategy random "
+           '--server "$ARENA_URL" --token "$ARENA_TOKEN" --log-level warning')
+
+
+def check(bot: str) -> dict[str, object]:
+    if bot != "project" and not shutil.which(TOOLS[bot]):
+        return {"skipped": f"no {TOOLS[bot]}"}
+    command = ["--command", PROJECT] if bot == "project" else ["--", str(STARTERS / bot / "run")]
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        began = time.monotonic()
+        subprocess.run([sys.executable, "-m", "service.cli.main", "check-bot", "--quiet",
+                        "--json", str(report), *command], cwd=ROOT, capture_output=True,
+                       timeout=600, check=False)
+        seconds = time.monotonic() - began
+        data = json.loads(report.read_text()) if report.exists() else {}
+    per_move = next((s["what"].split(": ")[1].split(" per move")[0]
+                     for s in data.get("situations", [])
+                     if s["situation"] == "requests_per_move"), None)
+    return {"seconds": round(seconds, 1), "passed": data.get("passed", False),
+            "requests_per_move": per_move}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bots", default="project," + ",".join(TOOLS))
+    args = parser.parse_args()
+    result = {bot: check(bot) for bot in args.bots.split(",")}
+    print(json.dumps({"bench": "check_bot", "bots": result}))
+
+
+if __name__ == "__main__":
+    main()

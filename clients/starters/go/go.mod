@@ -1,0 +1,3 @@
+module allfours-starter
+
+go 1.19
