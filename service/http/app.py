@@ -27,8 +27,8 @@ from service.arena.ratings import DEFAULTS as RATING_DEFAULTS
 from service.arena.tournaments import Tournaments
 from service.http import (
     callback_routes,
-    consent_routes,
     connections,
+    consent_routes,
     ladder_routes,
     limits,
     observe,
