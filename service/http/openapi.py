@@ -35,11 +35,15 @@ and `RateLimit: "default";r=<requests left>;t=<seconds until the window resets>`
 yourself by them (when `r` is 0, wait `t` seconds) and you never get the 429. An answer
 may lack them (an action served from the service's cache): keep your own count between
 answers that carry them. Over the budget: 429 `/problems/rate-limited` with
-`Retry-After`. Failed authentication is limited per client address, never per token:
-after {limits.AUTH_FAILURE_LIMIT} unknown tokens in {limits.AUTH_FAILURE_WINDOW} s (or \
-{limits.ADMIN_FAILURE_LIMIT} wrong admin tokens at the admin operation) every
-token from that address is refused with 429 and `Retry-After` until the window ends,
-before it is looked at.
+`Retry-After`. Failed authentication is limited per client address and per network \
+(IPv4 /24, IPv6 /64), never per token, and never refuses a valid token: a token is \
+looked up first, and only an unknown one counts. After {limits.AUTH_FAILURE_LIMIT} \
+unknown tokens from an address (or {limits.AUTH_FAILURE_NETWORK_LIMIT} from its network) \
+in {limits.AUTH_FAILURE_WINDOW} s, a further unknown token is 429 with `Retry-After` \
+instead of 401. Admin-token attempts are counted before the comparison: past \
+{limits.ADMIN_FAILURE_LIMIT} wrong ones from an address (or \
+{limits.ADMIN_FAILURE_NETWORK_LIMIT} from its network) every admin token from there is \
+429 until the window ends, without being compared.
 """
 
 _QUOTAS = f"""

@@ -64,6 +64,8 @@ class Arena:
                                # they must hear 401/403, not the guessing limit's 429
                                # (tests/service/test_rate_limits.py checks that limit)
                                "ARENA_AUTH_FAILURE_LIMIT": 0, "ARENA_ADMIN_FAILURE_LIMIT": 0,
+                               "ARENA_AUTH_FAILURE_NETWORK_LIMIT": 0,
+                               "ARENA_ADMIN_FAILURE_NETWORK_LIMIT": 0,
                                # the stateful walk registers bots and creates games at
                                # many of its steps from one address: the creation quotas
                                # would answer them 429 (tests/service/test_quotas.py

@@ -866,7 +866,7 @@ def test_an_unverified_url_receives_only_the_verification_request(service):
     url, seen, server = scripted_server(behave, verify=verify)
     try:
         hook_id, hook_token = service.bot("unverified")
-        register(service, hook_token, url, verified=False)
+        secret = register(service, hook_token, url, verified=False)
         game, pull_token = service.against_puller(hook_id, move_limit=1.0,
                                                   variants={"target": 3})
         gid = game["id"]
@@ -876,6 +876,7 @@ def test_an_unverified_url_receives_only_the_verification_request(service):
         assert seen.messages() and {m["event"] for m in seen.messages()} == {"verify"}
         for headers, body in seen.requests:
             assert headers["Arena-Event"] == "verify"
+            assert headers["Arena-Signature"] == sign(secret, headers["Arena-Timestamp"], body)
             msg = json.loads(body)
             assert msg["bot_id"] == hook_id and len(msg["challenge"]) >= 16
         records = service.deliveries(hook_token)
