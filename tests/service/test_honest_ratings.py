@@ -201,7 +201,7 @@ def test_a_ladder_bot_that_never_moves_is_rated_as_losing(app, api, client):
     rank_everyone(app)
     lad = app.extensions["ladders"]
     sweeper = Sweeper(app.extensions["arena"])
-    bots = dict(api.bot(n) for n in ("absent", "thrower"))
+    bots = dict(api.bot(n, new_owner=True) for n in ("absent", "thrower"))  # two owners
     absent, thrower = bots
     for token in bots.values():
         join(api, token, games=1)
@@ -551,7 +551,7 @@ def test_the_migration_rates_an_old_ladder_win_by_a_bot_that_never_moved_as_a_lo
         app, api, client, redis_client):
     lad = app.extensions["ladders"]
     sweeper = Sweeper(app.extensions["arena"])
-    bots = dict(api.bot(n) for n in ("absent", "thrower"))
+    bots = dict(api.bot(n, new_owner=True) for n in ("absent", "thrower"))  # two owners
     absent, thrower = bots
     for token in bots.values():
         join(api, token, games=1)
