@@ -19,7 +19,7 @@ one game at a time is judged fairly):
 * ``duel``: 2 players, target 5, a 10 s move limit; a 429 and a 503 with ``Retry-After``,
   an answer dropped after the service applied the action, a quiet 3 s while the opponent
   thinks (requests counted), and a restart of the service mid-game;
-* ``clock``: 2 players, target 3, a 2 s move limit, every house rule changed; one action
+* ``clock``: 2 players, target 3, a 3 s move limit, every house rule changed; one action
   held by the proxy until the clock played for the bot (a stale version);
 * ``team``: 4 players, target 3, a 3 s move limit; the bot holds seats 0 and 2.
 """
@@ -61,6 +61,9 @@ GIVE_UP = 3  # the clock played this many of the bot's moves in a game: stop wai
 SLACK = 0.05  # seconds of clock jitter allowed when measuring a wait
 IDLE_WINDOW = 2.0  # seconds watched with no game at all
 THINK = 3.0  # seconds the opponent holds one move in the duel
+# the clock game's move limit: short (the clock plays a late move soon, and the stale-version
+# hold lasts this long), yet a bot three requests a move from the service keeps it under load
+CLOCK_LIMIT = 3
 
 # situation -> (game, docs anchor, title)
 SITUATIONS: dict[str, tuple[str, str, str]] = {
@@ -74,7 +77,7 @@ SITUATIONS: dict[str, tuple[str, str, str]] = {
     "rate_limited": ("duel", "rate-limits", "429 with Retry-After"),
     "unavailable": ("duel", "errors", "503 with Retry-After"),
     "lost_answer": ("duel", "idempotency", "an answer lost after the action was applied"),
-    "move_limit": ("clock", "deadlines", "a 2 s move limit"),
+    "move_limit": ("clock", "deadlines", "a 3 s move limit"),
     "restart": ("duel", "errors", "the service restarted mid-game"),
     "illegal_action": ("*", "errors", "only legal actions, and no loop on a 409"),
     "idempotency_key": ("*", "idempotency", "an Idempotency-Key on every action"),
@@ -463,7 +466,7 @@ class Check:
 
     def plan_clock(self, run: GameRun) -> Any:
         run.bot_seats = (1,)
-        settings = {"seed": 24, "variants": HOUSE_RULES, "move_limit": 2}
+        settings = {"seed": 24, "variants": HOUSE_RULES, "move_limit": CLOCK_LIMIT}
         return 2, [self.opponent["id"], self.me["id"]], settings, {}, [0]
 
     def plan_team(self, run: GameRun) -> Any:
@@ -539,7 +542,7 @@ class Check:
     def judge_move_limit(self) -> tuple[bool, str, str]:
         run = self.runs["clock"]
         ok, what = self._game_ok(run, self._stale_allowance(run))
-        return ok, f"move_limit 2 s: {what}", (
+        return ok, f"move_limit {CLOCK_LIMIT} s: {what}", (
             "answer well within time_left: decide fast, and do not sleep between a turn "
             "and its action")
 
@@ -548,18 +551,22 @@ class Check:
 
     def judge_decisions(self) -> tuple[bool, str, str]:
         kinds = {"stand_or_beg": 0, "give_one_or_run": 0, "play": 0}
+        clock = dict.fromkeys(kinds, 0)
         for run in self.runs.values():
             for e in self.bot_actions(run):
-                if not _ok(e.service_status) or not isinstance(e.body, dict):
-                    continue
-                a = e.body.get("action")
-                kind = ("stand_or_beg" if a in ("stand", "beg") else
-                        "give_one_or_run" if a in ("give_one", "run_pack") else "play")
-                kinds[kind] += 1
-        missing = [k for k, n in kinds.items() if n == 0]
-        return not missing, f"decided by the bot: {kinds}", (
-            f"the bot never decided {', '.join(missing)}: send one of legal_actions for "
-            "every decision kind (the clock played those)")
+                if _ok(e.service_status) and isinstance(e.body, dict):
+                    kinds[_kind(e.body.get("action"))] += 1
+            stale = 1 if "stale_from" in run.marks else 0  # the clock's move check-bot caused
+            for t in run.bot_timeouts()[stale:]:
+                clock[_kind(t["action"])] += 1
+        missed = [k for k, n in clock.items() if n]
+        unseen = [k for k in kinds if not kinds[k] and not clock[k]]
+        what = f"decided by the bot: {kinds}" + (
+            f"; played by the clock: {clock}" if missed else "") + (
+            f"; never met in these games: {', '.join(unseen)}" if unseen else "")
+        return not missed and bool(kinds["play"]), what, (
+            f"the clock decided {', '.join(missed) or 'every move'} for the bot: answer every "
+            "decision kind (stand/beg, give_one/run_pack, a card) with one of legal_actions")
 
     def judge_stale_version(self) -> tuple[bool, str, str]:
         run = self.runs["clock"]
@@ -731,6 +738,12 @@ def _key_word(first: Exchange, then: Exchange) -> str:
     if then.key and then.key == first.key:
         return "same"
     return "new" if then.key else "none"
+
+
+def _kind(action: object) -> str:
+    if action in ("stand", "beg"):
+        return "stand_or_beg"
+    return "give_one_or_run" if action in ("give_one", "run_pack") else "play"
 
 
 def _ok(status: int | None) -> bool:
