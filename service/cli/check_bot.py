@@ -16,7 +16,7 @@ verdict is read from the proxy's log and the game's record.
 The games (each one a plan of situations, played one after another so a bot that plays
 one game at a time is judged fairly):
 
-* ``duel``: 2 players, target 5, a 10 s move limit; a 429 and a 503 with ``Retry-After``,
+* ``duel``: 2 players, target 7, a 10 s move limit; a 429 and a 503 with ``Retry-After``,
   an answer dropped after the service applied the action, a quiet 3 s while the opponent
   thinks (requests counted), and a restart of the service mid-game;
 * ``clock``: 2 players, target 3, a 3 s move limit, every house rule changed; one action
@@ -411,9 +411,9 @@ class Check:
         if run.name == "duel":
             run.rules["rate_limited"] = proxy.add(Rule("rate_limited", nth(1), "answer",
                                                        status=429, retry_after=2))
-            run.rules["unavailable"] = proxy.add(Rule("unavailable", nth(4), "answer",
+            run.rules["unavailable"] = proxy.add(Rule("unavailable", nth(3), "answer",
                                                       status=503, retry_after=1))
-            run.rules["lost_answer"] = proxy.add(Rule("lost_answer", nth(7), "drop"))
+            run.rules["lost_answer"] = proxy.add(Rule("lost_answer", nth(5), "drop"))
         if run.name == "clock":
             run.rules["stale_version"] = proxy.add(
                 Rule("stale_version", nth(2), "hold", hold_until=self.moved_on(run),
@@ -457,8 +457,8 @@ class Check:
             run.marks["restart_took"] = round(self.service.restart(), 2)
             run.marks["restart_done"] = time.monotonic()
 
-        hooks = {3: think, 6: restart} if self.wanted_any(("no_busy_loop", "restart")) else {}
-        settings = {"seed": 11, "variants": {"target": 5}, "move_limit": 10}
+        hooks = {3: think, 8: restart} if self.wanted_any(("no_busy_loop", "restart")) else {}
+        settings = {"seed": 11, "variants": {"target": 7}, "move_limit": 10}
         return 2, [self.me["id"], self.opponent["id"]], settings, hooks, [1]
 
     def wanted_any(self, names: tuple[str, ...]) -> bool:
@@ -519,7 +519,7 @@ class Check:
 
     def judge_two_player(self) -> tuple[bool, str, str]:
         ok, what = self._game_ok(self.runs["duel"])
-        return ok, f"2 players, target 5: {what}", (
+        return ok, f"2 players, target 7: {what}", (
             "find games with GET /bots/me/turns, act on your turn with the view's "
             "version, and keep going until status is finished")
 
@@ -640,7 +640,16 @@ class Check:
         if ex is None:
             return False, "the bot sent too few actions to lose an answer", "play the game"
         applied = ex.service_status
-        nxt = next((e for e in self.bot_actions(run) if e.seq > ex.seq), None)
+        later = [e for e in self.bot_actions(run) if e.seq > ex.seq]
+        # the first retry the service answered (one sent while it restarts finds nobody), and
+        # every try before it must be the same request
+        answered = next((i for i, e in enumerate(later) if e.service_status is not None),
+                        len(later) - 1)
+        tries = later[:answered + 1]
+        nxt = tries[-1] if tries else None
+        odd = next((e for e in tries if e.key != ex.key or e.body != ex.body), None)
+        if odd is not None:
+            nxt = odd
         body = ex.body.get("action") if isinstance(ex.body, dict) else None
         if nxt is None:
             return False, (f"the service applied {body!r} ({applied}) and the answer was "
@@ -649,8 +658,9 @@ class Check:
         same_key = ex.key is not None and nxt.key == ex.key
         what = (f"the service applied {body!r} ({applied}), the proxy cut the connection; "
                 f"the bot's next action: key {_key_word(ex, nxt)}"
-                f", body {'same' if nxt.body == ex.body else 'different'}, answered "
-                f"{nxt.service_status} {nxt.problem or ''}".rstrip())
+                f", body {'same' if nxt.body == ex.body else 'different'}"
+                f"{f' (after {len(tries) - 1} unanswered tries)' if len(tries) > 1 else ''}, "
+                f"answered {nxt.service_status} {nxt.problem or ''}".rstrip())
         if not same_key or nxt.body != ex.body:
             return False, what, ("when a request goes unanswered, send the same request with "
                                  "the same Idempotency-Key: the service answers it as the "
