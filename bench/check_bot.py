@@ -44,6 +44,7 @@ def check(bot: str) -> dict[str, object]:
                      for s in data.get("situations", [])
                      if s["situation"] == "requests_per_move"), None)
     return {"seconds": round(seconds, 1), "passed": data.get("passed", False),
+            "failed": [s["situation"] for s in data.get("situations", []) if not s["passed"]],
             "requests_per_move": per_move}
 
 

@@ -16,10 +16,10 @@ verdict is read from the proxy's log and the game's record.
 The games (each one a plan of situations, played one after another so a bot that plays
 one game at a time is judged fairly):
 
-* ``duel``: 2 players, target 5, a 10 s move limit; a 429 and a 503 with ``Retry-After``,
+* ``duel``: 2 players, target 7, a 10 s move limit; a 429 and a 503 with ``Retry-After``,
   an answer dropped after the service applied the action, a quiet 3 s while the opponent
   thinks (requests counted), and a restart of the service mid-game;
-* ``clock``: 2 players, target 3, a 2 s move limit, every house rule changed; one action
+* ``clock``: 2 players, target 3, a 3 s move limit, every house rule changed; one action
   held by the proxy until the clock played for the bot (a stale version);
 * ``team``: 4 players, target 3, a 3 s move limit; the bot holds seats 0 and 2.
 """
@@ -61,6 +61,9 @@ GIVE_UP = 3  # the clock played this many of the bot's moves in a game: stop wai
 SLACK = 0.05  # seconds of clock jitter allowed when measuring a wait
 IDLE_WINDOW = 2.0  # seconds watched with no game at all
 THINK = 3.0  # seconds the opponent holds one move in the duel
+# the clock game's move limit: short (the clock plays a late move soon, and the stale-version
+# hold lasts this long), yet a bot three requests a move from the service keeps it under load
+CLOCK_LIMIT = 3
 
 # situation -> (game, docs anchor, title)
 SITUATIONS: dict[str, tuple[str, str, str]] = {
@@ -74,7 +77,7 @@ SITUATIONS: dict[str, tuple[str, str, str]] = {
     "rate_limited": ("duel", "rate-limits", "429 with Retry-After"),
     "unavailable": ("duel", "errors", "503 with Retry-After"),
     "lost_answer": ("duel", "idempotency", "an answer lost after the action was applied"),
-    "move_limit": ("clock", "deadlines", "a 2 s move limit"),
+    "move_limit": ("clock", "deadlines", "a 3 s move limit"),
     "restart": ("duel", "errors", "the service restarted mid-game"),
     "illegal_action": ("*", "errors", "only legal actions, and no loop on a 409"),
     "idempotency_key": ("*", "idempotency", "an Idempotency-Key on every action"),
@@ -408,9 +411,9 @@ class Check:
         if run.name == "duel":
             run.rules["rate_limited"] = proxy.add(Rule("rate_limited", nth(1), "answer",
                                                        status=429, retry_after=2))
-            run.rules["unavailable"] = proxy.add(Rule("unavailable", nth(4), "answer",
+            run.rules["unavailable"] = proxy.add(Rule("unavailable", nth(3), "answer",
                                                       status=503, retry_after=1))
-            run.rules["lost_answer"] = proxy.add(Rule("lost_answer", nth(7), "drop"))
+            run.rules["lost_answer"] = proxy.add(Rule("lost_answer", nth(5), "drop"))
         if run.name == "clock":
             run.rules["stale_version"] = proxy.add(
                 Rule("stale_version", nth(2), "hold", hold_until=self.moved_on(run),
@@ -454,8 +457,8 @@ class Check:
             run.marks["restart_took"] = round(self.service.restart(), 2)
             run.marks["restart_done"] = time.monotonic()
 
-        hooks = {3: think, 6: restart} if self.wanted_any(("no_busy_loop", "restart")) else {}
-        settings = {"seed": 11, "variants": {"target": 5}, "move_limit": 10}
+        hooks = {3: think, 8: restart} if self.wanted_any(("no_busy_loop", "restart")) else {}
+        settings = {"seed": 11, "variants": {"target": 7}, "move_limit": 10}
         return 2, [self.me["id"], self.opponent["id"]], settings, hooks, [1]
 
     def wanted_any(self, names: tuple[str, ...]) -> bool:
@@ -463,7 +466,7 @@ class Check:
 
     def plan_clock(self, run: GameRun) -> Any:
         run.bot_seats = (1,)
-        settings = {"seed": 24, "variants": HOUSE_RULES, "move_limit": 2}
+        settings = {"seed": 24, "variants": HOUSE_RULES, "move_limit": CLOCK_LIMIT}
         return 2, [self.opponent["id"], self.me["id"]], settings, {}, [0]
 
     def plan_team(self, run: GameRun) -> Any:
@@ -516,7 +519,7 @@ class Check:
 
     def judge_two_player(self) -> tuple[bool, str, str]:
         ok, what = self._game_ok(self.runs["duel"])
-        return ok, f"2 players, target 5: {what}", (
+        return ok, f"2 players, target 7: {what}", (
             "find games with GET /bots/me/turns, act on your turn with the view's "
             "version, and keep going until status is finished")
 
@@ -539,7 +542,7 @@ class Check:
     def judge_move_limit(self) -> tuple[bool, str, str]:
         run = self.runs["clock"]
         ok, what = self._game_ok(run, self._stale_allowance(run))
-        return ok, f"move_limit 2 s: {what}", (
+        return ok, f"move_limit {CLOCK_LIMIT} s: {what}", (
             "answer well within time_left: decide fast, and do not sleep between a turn "
             "and its action")
 
@@ -548,18 +551,22 @@ class Check:
 
     def judge_decisions(self) -> tuple[bool, str, str]:
         kinds = {"stand_or_beg": 0, "give_one_or_run": 0, "play": 0}
+        clock = dict.fromkeys(kinds, 0)
         for run in self.runs.values():
             for e in self.bot_actions(run):
-                if not _ok(e.service_status) or not isinstance(e.body, dict):
-                    continue
-                a = e.body.get("action")
-                kind = ("stand_or_beg" if a in ("stand", "beg") else
-                        "give_one_or_run" if a in ("give_one", "run_pack") else "play")
-                kinds[kind] += 1
-        missing = [k for k, n in kinds.items() if n == 0]
-        return not missing, f"decided by the bot: {kinds}", (
-            f"the bot never decided {', '.join(missing)}: send one of legal_actions for "
-            "every decision kind (the clock played those)")
+                if _ok(e.service_status) and isinstance(e.body, dict):
+                    kinds[_kind(e.body.get("action"))] += 1
+            stale = 1 if "stale_from" in run.marks else 0  # the clock's move check-bot caused
+            for t in run.bot_timeouts()[stale:]:
+                clock[_kind(t["action"])] += 1
+        missed = [k for k, n in clock.items() if n]
+        unseen = [k for k in kinds if not kinds[k] and not clock[k]]
+        what = f"decided by the bot: {kinds}" + (
+            f"; played by the clock: {clock}" if missed else "") + (
+            f"; never met in these games: {', '.join(unseen)}" if unseen else "")
+        return not missed and bool(kinds["play"]), what, (
+            f"the clock decided {', '.join(missed) or 'every move'} for the bot: answer every "
+            "decision kind (stand/beg, give_one/run_pack, a card) with one of legal_actions")
 
     def judge_stale_version(self) -> tuple[bool, str, str]:
         run = self.runs["clock"]
@@ -633,7 +640,16 @@ class Check:
         if ex is None:
             return False, "the bot sent too few actions to lose an answer", "play the game"
         applied = ex.service_status
-        nxt = next((e for e in self.bot_actions(run) if e.seq > ex.seq), None)
+        later = [e for e in self.bot_actions(run) if e.seq > ex.seq]
+        # the first retry the service answered (one sent while it restarts finds nobody), and
+        # every try before it must be the same request
+        answered = next((i for i, e in enumerate(later) if e.service_status is not None),
+                        len(later) - 1)
+        tries = later[:answered + 1]
+        nxt = tries[-1] if tries else None
+        odd = next((e for e in tries if e.key != ex.key or e.body != ex.body), None)
+        if odd is not None:
+            nxt = odd
         body = ex.body.get("action") if isinstance(ex.body, dict) else None
         if nxt is None:
             return False, (f"the service applied {body!r} ({applied}) and the answer was "
@@ -642,8 +658,9 @@ class Check:
         same_key = ex.key is not None and nxt.key == ex.key
         what = (f"the service applied {body!r} ({applied}), the proxy cut the connection; "
                 f"the bot's next action: key {_key_word(ex, nxt)}"
-                f", body {'same' if nxt.body == ex.body else 'different'}, answered "
-                f"{nxt.service_status} {nxt.problem or ''}".rstrip())
+                f", body {'same' if nxt.body == ex.body else 'different'}"
+                f"{f' (after {len(tries) - 1} unanswered tries)' if len(tries) > 1 else ''}, "
+                f"answered {nxt.service_status} {nxt.problem or ''}".rstrip())
         if not same_key or nxt.body != ex.body:
             return False, what, ("when a request goes unanswered, send the same request with "
                                  "the same Idempotency-Key: the service answers it as the "
@@ -731,6 +748,12 @@ def _key_word(first: Exchange, then: Exchange) -> str:
     if then.key and then.key == first.key:
         return "same"
     return "new" if then.key else "none"
+
+
+def _kind(action: object) -> str:
+    if action in ("stand", "beg"):
+        return "stand_or_beg"
+    return "give_one_or_run" if action in ("give_one", "run_pack") else "play"
 
 
 def _ok(status: int | None) -> bool:
