@@ -197,9 +197,13 @@ class CheckError(RuntimeError):
 
 
 def register_bots(base: str, names: list[str]) -> list[dict[str, Any]]:
-    """Register the checked bot and its opponents, all from one client (the same
-    address, and later the same owner), so the seating below may seat them directly."""
-    return [call(base, "POST", "/bots", body={"name": n}) for n in names]
+    """Register the checked bot and its opponents as bots of one owner (the first bot's:
+    each later registration names it with that bot's token), so the seating below seats
+    them at once: a game that names another owner's bot would wait for its acceptance
+    (issue 23), and the check's opponent is no stranger."""
+    first = call(base, "POST", "/bots", body={"name": names[0]})
+    return [first, *(call(base, "POST", "/bots", token=first["token"], body={"name": n})
+                     for n in names[1:])]
 
 
 def seat_games(base: str, creator_token: str, players: int, seats: list[str],
