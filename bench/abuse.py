@@ -121,13 +121,31 @@ class Player:
         self.target = target
         self.stop_event: Any = threading.Event()
         self.latencies: list[float] = []
-        self.failures: Counter[int] = Counter()
+        self.failures: Counter[Any] = Counter()
         self.games = 0
 
     def run(self) -> None:
         t = self.target
         conns = [http.client.HTTPConnection("127.0.0.1", t.port, timeout=30,
                                             source_address=(PLAYER, 0)) for _ in range(2)]
+        plain_call = t.call
+
+        def call(method: str, path: str, body: Any = None, token: str | None = None,
+                 conn: http.client.HTTPConnection | None = None) -> tuple[int, Any, float]:
+            """As a bot does: a keep-alive connection the server closed meanwhile (idle
+            past the head deadline) is opened again and the request sent again."""
+            for attempt in range(3):
+                try:
+                    return plain_call(method, path, body, token, conn=conn)
+                except (OSError, http.client.HTTPException):
+                    self.failures["reconnected"] += 1
+                    assert conn is not None
+                    conn.close()
+                    if attempt == 2:
+                        raise
+            raise AssertionError("unreachable")
+
+        t = argparse.Namespace(call=call, args=t.args)  # type: ignore[assignment]
         bots = [t.call("POST", "/bots", {"name": f"honest{i}"}, conn=conns[i])[1]
                 for i in range(2)]
         while not self.stop_event.is_set():

@@ -80,8 +80,11 @@ RETRY_AFTER_S = 5  # a 429 at a cap: a slot frees when a poll ends or a stream c
 
 PROBES = ("/healthz", "/readyz", "/metrics")
 
+BACKLOG = 8192  # connections the kernel queues for the workers (gunicorn's ``backlog``)
+
 DEFAULTS: dict[str, Any] = {
     "ARENA_HEAD_TIMEOUT": HEAD_TIMEOUT_S,
+    "ARENA_BACKLOG": BACKLOG,
     "ARENA_BODY_TIMEOUT": BODY_TIMEOUT_S,
     "ARENA_SEND_TIMEOUT": SEND_TIMEOUT_S,
     "ARENA_RESERVED_CONNECTIONS": RESERVED_CONNECTIONS,

@@ -30,6 +30,12 @@ workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_class = "service.http.gevent_worker.GeventWorker"
 # Simultaneous open connections per worker (long-polls and streams included).
 worker_connections = int(os.environ.get("ARENA_WORKER_CONNECTIONS", "2000"))
+# Connections the kernel queues for the workers to take (the kernel caps it at
+# net.core.somaxconn): a burst of one client's connections (bench/abuse.py: 4,300 at once)
+# filled gunicorn's default 2,048, and every SYN past it, a probe's too, waited 1 s and more
+# for its retransmit; the workers refuse queued connections quickly (SHED_SLOTS, a share
+# per client), so a longer queue empties in moments.
+backlog = int(os.environ.get("ARENA_BACKLOG", "8192"))
 timeout = 30
 # On SIGTERM, open long-polls get this long to finish before the worker exits; clients
 # retry a cut long-poll, so waiting the full poll length is not worth a slow shutdown.
