@@ -20,8 +20,10 @@ deadline for a slow body, the head deadline after a refusal, a poll's own timeou
 and are counted apart.
 
 Prints ONE JSON line: per attack its dict (``attack_*`` below), and the baseline.
-Other attack functions (``bench/abuse_storage.py``) plug in through ``ATTACKS``: each
-takes a ``Target`` and returns a dict.
+- ``storage``: bench/abuse_storage.py's attacks on storage (anonymous bots, games and house
+  games from one address, then the retention), run as a child with a service of its own.
+
+Every attack is a function in ``ATTACKS`` that takes a ``Target`` and returns a dict.
 
     python bench/abuse.py                          # the issue's figures (a few minutes)
     python bench/abuse.py --slow-bodies 400 --streams 400 --polls 400 --hold 12   # quick
@@ -465,11 +467,25 @@ def _game(target: Target) -> tuple[list[dict[str, Any]], str]:
     return bots, game["id"]
 
 
-# The attacks by name: bench/abuse_storage.py's join here (each ``f(target) -> dict``).
+def attack_storage(target: Target) -> dict[str, Any]:
+    """The storage attacks (10,000 anonymous ``POST /bots``, games, 1,000 anonymous
+    ``POST /house/games``; then the retention) are bench/abuse_storage.py's: they need a
+    service of their own with a short retention, so they run there, as a child, and its
+    JSON line is this attack's result. ``--storage-args`` passes it options."""
+    args = getattr(target.args, "storage_args", "") or ""
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("abuse_storage.py")),
+                           *args.split()], capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        return {"attack": "storage", "error": done.stderr[-2000:]}
+    return {"attack": "storage", **json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+# The attacks by name, each ``f(target) -> dict``.
 ATTACKS: dict[str, Callable[[Target], dict[str, Any]]] = {
     "slow_body": attack_slow_body,
     "streams": attack_streams,
     "polls": attack_polls,
+    "storage": attack_storage,
 }
 
 
@@ -553,6 +569,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--slack", type=float, default=2.0,
                    help="seconds past a deadline before a connection has outlived it")
     p.add_argument("--workers", type=int, default=None, help="serve's default: 2")
+    p.add_argument("--storage-args", default="",
+                   help="options for bench/abuse_storage.py (the storage attack), e.g. "
+                        "'--bots 2000 --house-games 200'")
     args = p.parse_args(argv)
     args.body_timeout = float(os.environ.get("ARENA_BODY_TIMEOUT") or BODY_TIMEOUT_S)
     names = [n for n in args.attacks.split(",") if n]
