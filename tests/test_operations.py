@@ -409,7 +409,7 @@ def test_sigterm_answers_waiters_at_once_and_loses_no_acknowledged_action(
         assert at - sigterm < 5, (name, at - sigterm)  # answered on SIGTERM, not at 25 s
     assert answers["poll"][2]["timed_out"] is True  # nothing happened: the state as it is
     assert answers["poll"][2]["view"]["version"] == idle_view["version"]
-    assert answers["turns"][2] == {"timed_out": True, "games": []}
+    assert answers["turns"][2] == {"timed_out": True, "games": [], "invitations": []}
     assert "retry: " in answers["stream"][2].split("\n\n")[-2]  # ends with a retry hint
     assert "Worker graceful timeout" not in s.output()  # nothing was cut off
     assert not [e for b in bots for e in b.errors]

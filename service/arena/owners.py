@@ -45,6 +45,8 @@ import threading
 import time
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from service.http.problems import Problem
 from service.storage.store import Store
 
@@ -219,8 +221,16 @@ class Owners:
         if now - self._suspended_at >= SUSPENSION_CACHE_S:
             with self._lock:
                 if now - self._suspended_at >= SUSPENSION_CACHE_S:
-                    members = self.r.smembers(self.suspended_key)
-                    self._suspended = frozenset(m.decode() for m in members)
+                    try:
+                        members = self.r.smembers(self.suspended_key)
+                    except RedisError:
+                        # keep what was known until the next interval: the request's own
+                        # Redis call answers 503 if Redis is really gone, and no request
+                        # waits out a timeout here first
+                        log.warning("could not refresh the suspended bots; keeping the "
+                                    "last known set")
+                    else:
+                        self._suspended = frozenset(m.decode() for m in members)
                     self._suspended_at = now
         return bot_id in self._suspended
 
