@@ -48,7 +48,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from service.http.problems import Problem
-from service.storage.store import Store
+from service.storage.store import Retention, Store
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +68,9 @@ DEFAULTS: dict[str, Any] = {
     # seconds an owner invitation code (admission "invite") stays usable: a week, time
     # enough to pass it on by mail
     "ARENA_OWNER_INVITATION_TTL": 604800,
-    # seconds a new owner's record (as its first bot) lives unless a bot of it plays
-    "ARENA_BOT_UNUSED_TTL": 604800,
 }
+# A new owner's record lives as its first bot does unless a bot of it plays:
+# ``ARENA_BOT_UNUSED_TTL``, whose one default is the storage's (``Retention``)
 
 
 def network_of(address: str) -> str:
@@ -106,7 +106,7 @@ class Owners:
         self.per_network = int(cfg["ARENA_OWNERS_PER_NETWORK"])
         self.window_s = max(1, int(cfg["ARENA_OWNER_WINDOW"]))
         self.invitation_ttl = int(cfg["ARENA_OWNER_INVITATION_TTL"])
-        self.unused_ttl = int(cfg["ARENA_BOT_UNUSED_TTL"])
+        self.unused_ttl = int(cfg.get("ARENA_BOT_UNUSED_TTL", Retention().bot_unused_s))
         self._suspended: frozenset[str] = frozenset()
         self._suspended_at = -1e9
         self._lock = threading.Lock()
