@@ -382,6 +382,7 @@ class Arena(Waiting):
                 for b in sorted(wanted):
                     try:
                         lads.leave(name, b)
+                        lads.forfeit(name, b, "suspended")  # its live game, at once
                     except Problem:
                         continue
                     except Exception:

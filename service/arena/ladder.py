@@ -208,7 +208,8 @@ def ladder_plan(game: Game, sides: list[str], owners: dict[str, str]) -> dict[st
     loss, whatever the board said; both sides so: unrated; bots of one owner: unrated.
     ``winner``: the team credited with the win (the game's winner unless it forfeited);
     ``forfeit``: the bots that forfeited; ``unrated``: why not rated, or None."""
-    absent = control.absent_teams(game)
+    by = set((game.meta.get("ended") or {}).get("by") or ())  # ended at once (``forfeit``)
+    absent = sorted(set(control.absent_teams(game)) | {t for t in (0, 1) if sides[t] in by})
     winner = game.state.winner if game.state.winner is not None else 0
     unrated = None
     if game.meta.get("seed_chosen"):
@@ -453,6 +454,21 @@ class Ladders:
         self._transact(name, decide)
         return self.entry(name, bot)
 
+    def forfeit(self, name: str, bot: str, why: str) -> str | None:
+        """End ``bot``'s live game on ladder ``name`` now, forfeited by it, and rate it: a
+        rated loss for ``bot`` and a win for its opponent (``ladder_plan``), whatever the
+        board said. What a suspension does (issue 23: a cheat's live games are forfeited,
+        not played out by the clock). The game's id, or None when it was in none."""
+        gid = self.entry(name, bot).get("game_id")
+        game = self.store.get_game(gid) if gid else None
+        if game is None or game.status == FINISHED:
+            return None
+        # ``end_game`` needs only ``.store`` of its first argument (a tournament's or this)
+        ended = control.end_game(self, game, {"reason": "forfeit", "by": [bot], "why": why})
+        if ended is not None:
+            self._game_finished(ended)
+        return gid
+
     def entry(self, name: str, bot: str) -> dict[str, Any]:
         """A bot's queue state on one ladder, as ``schemas.LadderEntry``."""
         self.ladder(name)
@@ -616,8 +632,8 @@ class Ladders:
             if late:
                 self._pause(name, mid, late, gid)
             return False
-        if game.state.winner is None:
-            return False
+        if game.state.winner is None and not (game.meta.get("ended") or {}).get("by"):
+            return False  # over with no winner and nobody to blame: nothing to rate
         sides = match["sides"]
         owners = self.owners(sides)
         plan = ladder_plan(game, sides, owners)

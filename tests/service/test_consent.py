@@ -478,3 +478,32 @@ def test_a_suspended_bot_leaves_the_ladders(key_prefix) -> None:
     assert lad.entry("quick", bot)["state"] == "off"
     r = c.post("/ladders/quick/entry", headers=auth(token))  # and cannot come back
     assert r.status_code == 403 and r.json["type"] == "/problems/suspended"
+
+
+def test_a_suspended_bot_forfeits_its_live_ladder_game_at_once(key_prefix) -> None:
+    """Issue 23: a suspension withdraws a bot from the ladders with its live game there
+    forfeited (not played out by the clock): the game ends at once, a rated loss for the
+    cheat and a rated win for its opponent, whatever the board said."""
+    quick = json.dumps({"quick": {"players": 2, "variants": {"target": 5}, "move_limit": 30}})
+    app = make_app(key_prefix, ARENA_LADDERS=quick)
+    c = app.test_client()
+    api = Api(c, one_owner=False)  # two owners: one owner's bots are never matched
+    cheat, cheat_token = api.bot("ladder-cheat")
+    honest, honest_token = api.bot("honest")
+    for token in (cheat_token, honest_token):
+        assert c.post("/ladders/quick/entry", headers=auth(token)).status_code == 200
+    lad = app.extensions["ladders"]
+    [gid] = lad.pass_once()
+    assert c.get(f"/games/{gid}").json["status"] == "active"
+    assert c.post(f"/admin/bots/{cheat}/suspension", json={"reason": "thrown games"},
+                  headers=ADMIN).status_code == 200
+    game = c.get(f"/games/{gid}").json
+    assert game["status"] == "finished"
+    hist = {b: c.get(f"/ladders/quick/bots/{b}/history").json["items"] for b in (cheat, honest)}
+    assert hist[cheat][0]["forfeit"] is True and hist[cheat][0]["won"] is False
+    assert hist[honest][0]["won"] is True and hist[honest][0]["forfeit"] is False
+    assert hist[cheat][0]["unrated"] is None  # a rated loss
+    rows = {r["bot_id"]: r for r in c.get("/ladders/quick/standings").json["items"]}
+    assert rows[honest]["wins"] == 1 and rows[cheat]["losses"] == 1
+    assert rows[honest]["mu"] > rows[cheat]["mu"]  # the loss moved both ratings
+    assert lad.entry("quick", cheat)["state"] == "off"
