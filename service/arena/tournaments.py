@@ -627,6 +627,10 @@ class Tournaments:
         if unknown:
             msg = f"no such bot: {', '.join(unknown)}"
             raise Problem("not-found", msg, errors={"entrants": [msg]})
+        suspended = sorted(b for b in set(entrants) if self.arena.owners.is_suspended(b))
+        if suspended:  # the operator's suspension keeps a bot out of new tournaments too
+            msg = f"suspended: {', '.join(suspended)}"
+            raise Problem("suspended", msg, errors={"entrants": [msg]})
         self.store.bots_played(entrants)  # entered: kept for ever (service.storage.store)
         try:
             variants = Variants.from_dict(body.get("variants") or {})

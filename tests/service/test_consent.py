@@ -507,3 +507,24 @@ def test_a_suspended_bot_forfeits_its_live_ladder_game_at_once(key_prefix) -> No
     assert rows[honest]["wins"] == 1 and rows[cheat]["losses"] == 1
     assert rows[honest]["mu"] > rows[cheat]["mu"]  # the loss moved both ratings
     assert lad.entry("quick", cheat)["state"] == "off"
+
+
+def test_a_tournament_naming_a_suspended_bot_is_refused(key_prefix) -> None:
+    """Issue 23: a suspended bot cannot be entered in a new tournament (403 suspended,
+    naming it); nothing is created. Lifted, it can be entered again."""
+    app = make_app(key_prefix)
+    c = app.test_client()
+    api = Api(c, one_owner=False)
+    cheat, _ = api.bot("cheat")
+    other, _ = api.bot("other")
+    assert c.post(f"/admin/bots/{cheat}/suspension", json={"reason": "farming"},
+                  headers=ADMIN).status_code == 200
+    body = {"name": "t", "entrants": [cheat, other], "format": "round_robin", "players": 2}
+    before = c.get("/tournaments").json["items"]
+    r = c.post("/tournaments", json=body, headers=ADMIN)
+    assert r.status_code == 403 and r.json["type"] == "/problems/suspended", r.json
+    assert cheat in r.json["errors"]["entrants"][0]
+    assert c.get("/tournaments").json["items"] == before
+    # (the process that lifts it forgets its copy of the suspended set at once)
+    assert c.delete(f"/admin/bots/{cheat}/suspension", headers=ADMIN).status_code == 200
+    assert c.post("/tournaments", json=body, headers=ADMIN).status_code == 201
