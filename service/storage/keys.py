@@ -22,7 +22,12 @@ Cross-game indexes (each one key, so each in one slot, but not the game's):
 Per bot / per client (single-key operations only): ``{p}bot:{id}`` (hash; ``token`` its
 token's hash), ``{p}token:{sha256}`` -> bot id, ``{p}rl:{who}:{window}`` (rate counters),
 ``{p}quota:{what}:{who}:{window}`` (creation quotas), ``{p}owner:{id}`` (an owner's record,
-``service.arena.owners``).
+``service.arena.owners``), ``{p}invitation:{id}`` and ``{p}bot:{id}:invitations`` (games a
+bot is invited to, ``service.arena.invitations``), ``{p}suspended``/``{p}suspensions`` (the
+operator's suspensions), ``{p}tours:seeds`` and ``{p}ratings:version`` (under the tours tag:
+used tournament seeds, the rules the published ratings follow), ``{p}hookverify`` (callback
+URLs awaiting verification). docs/operations.md's table lists every family, and
+tests/service/test_key_space.py holds the code to it.
 
 **Expiry** (``Store.Retention``; every family and its reason in docs/operations.md, "What
 is kept, and for how long"). A key gets its TTL from the same script or transaction that
