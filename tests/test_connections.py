@@ -161,7 +161,9 @@ def json_call(port: int, method: str, path: str, body: Any = None,
 
 
 def two_player_game(port: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    bots = [json_call(port, "POST", "/bots", {"name": f"conn{i}"}) for i in range(2)]
+    first = json_call(port, "POST", "/bots", {"name": "conn0"})
+    # one owner's two bots (registered with the first's token): seated at once (issue 23)
+    bots = [first, json_call(port, "POST", "/bots", {"name": "conn1"}, first["token"])]
     game = json_call(port, "POST", "/games", {"players": 2, "seats": [b["id"] for b in bots]},
                      bots[0]["token"])
     return bots, game

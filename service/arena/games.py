@@ -20,10 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from service import metrics
+from service.addresses import network_of
 from service.arena import deals
 from service.arena.fanout import Feed
 from service.arena.invitations import Invitations, seat_invited
-from service.arena.owners import HOUSE_OWNER, Owners, network_of
+from service.arena.owners import HOUSE_OWNER, Owners
 from service.arena.status import (
     ACTIVE,
     EMBARGOED,

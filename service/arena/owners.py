@@ -19,8 +19,9 @@ of the owner first plays. The house bots share the owner ``house``.
 **Admission** (``ARENA_OWNER_ADMISSION``): ``open`` (default: anyone may register a bot, as
 before), ``invite`` (a new owner needs an invitation code made by the admin, ``POST
 /owner-invitations``: single use, expiring), ``closed`` (no new owners; existing owners
-still register bots). New owners are counted per client network (``network_of``) in a
-fixed window: ``ARENA_OWNERS_PER_NETWORK`` per ``ARENA_OWNER_WINDOW`` seconds (INCR on
+still register bots). New owners are counted per client network
+(``service.addresses.network_of``) in a fixed window: ``ARENA_OWNERS_PER_NETWORK`` per
+``ARENA_OWNER_WINDOW`` seconds (INCR on
 ``{p}owners-made:{network}:{window}``, expiring with the window) — one address cannot
 mint the free accounts a rating farm needs, and a /24 or /64 is what one person
 usually controls.
@@ -37,7 +38,6 @@ capped at ``SUSPENSION_LOG_MAX``). Withdrawing the bot from tournaments and ladd
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 import logging
 import secrets
@@ -71,19 +71,6 @@ DEFAULTS: dict[str, Any] = {
 }
 # A new owner's record lives as its first bot does unless a bot of it plays:
 # ``ARENA_BOT_UNUSED_TTL``, whose one default is the storage's (``Retention``)
-
-
-def network_of(address: str) -> str:
-    """The network an address counts in: IPv4 /24, IPv6 /64 (an IPv4-mapped IPv6
-    address counts as its IPv4 address); anything unparsable counts as itself."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address or "-"
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    prefix = 24 if ip.version == 4 else 64
-    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
 
 
 def _code_hash(code: str) -> str:
@@ -285,4 +272,4 @@ class Owners:
         return [json.loads(x) for x in self.r.lrange(self.log_key, 0, limit - 1)]
 
 
-__all__ = ["ADMISSION_MODES", "DEFAULTS", "HOUSE_OWNER", "Owners", "network_of"]
+__all__ = ["ADMISSION_MODES", "DEFAULTS", "HOUSE_OWNER", "Owners"]

@@ -42,7 +42,6 @@ cap in each worker, so the service-wide cap is the cap times ``WEB_CONCURRENCY``
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import threading
 import time
@@ -51,6 +50,7 @@ from typing import Any
 
 from flask import Flask, Response, current_app
 
+from service.addresses import client_of
 from service.http.problems import Problem
 
 log = logging.getLogger(__name__)
@@ -97,22 +97,8 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def client_key(address: str | None) -> str:
-    """The client an address belongs to, for counting: an IPv4 address as it is, an
-    IPv4-mapped IPv6 address as the IPv4 it maps, any other IPv6 address as its /64 (one
-    subscriber's network: a host may pick any address in it). Anything else as given."""
-    if not address:
-        return "-"
-    text = address.split("%", 1)[0]  # a zone index (fe80::1%eth0) names no other host
-    try:
-        ip = ipaddress.ip_address(text)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return str(ip)
+# The client an address belongs to, for counting (service.addresses: an IPv6 /64 is one).
+client_key = client_of
 
 
 # --- the body deadline and malformed bodies --------------------------------------------------

@@ -57,9 +57,7 @@ belongs there).
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import ipaddress
 import math
 import time
 from collections.abc import Callable
@@ -69,6 +67,7 @@ from typing import Any, NoReturn
 from flask import Flask, Response, current_app, request
 
 from service import metrics
+from service.addresses import network_of, unmapped
 from service.http.problems import Problem
 from service.storage.store import PendingHit, Store, pending_hit
 
@@ -104,13 +103,7 @@ def client_address() -> str:
     """The client's address (after ``ProxyFix``, when proxies are trusted); an IPv4-mapped
     IPv6 address (``::ffff:a.b.c.d``, a dual-stack listener's view of an IPv4 client) is
     that IPv4 address, so one client is one counter however its socket spells it."""
-    addr = request.remote_addr or "-"
-    if addr.startswith("::ffff:") or addr.startswith("::FFFF:"):
-        with contextlib.suppress(ValueError):
-            mapped = ipaddress.IPv6Address(addr).ipv4_mapped
-            if mapped is not None:
-                return str(mapped)
-    return addr
+    return unmapped(request.remote_addr)
 
 
 def _store() -> Store:
@@ -181,18 +174,8 @@ def add_quota_fields(resp: Response) -> Response:
 # --- failed authentication ---------------------------------------------------------------
 
 
-def client_network(address: str) -> str:
-    """The network ``address`` counts with: its IPv4 /24 or IPv6 /64 (an IPv4-mapped IPv6
-    address, ``::ffff:a.b.c.d``, as its IPv4). Anything that is not an address (``-``) is
-    its own network."""
-    try:
-        ip = ipaddress.ip_address(address.split("%")[0])
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    prefix = 24 if ip.version == 4 else 64
-    return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
+# The network an address counts with (service.addresses: IPv4 /24, IPv6 /64).
+client_network = network_of
 
 
 def _counters(kind: str, address_limit: int, network_limit: int

@@ -26,11 +26,11 @@ kept, and for how long").
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 from flask import current_app
 
+from service.addresses import client_of
 from service.http import limits
 from service.storage.store import Store
 
@@ -50,20 +50,6 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_QUOTA_CLIENT_GAMES": QUOTA_CLIENT_GAMES,
     "ARENA_QUOTA_HOUSE_GAMES": QUOTA_HOUSE_GAMES,
 }
-
-
-def client_of(address: str) -> str:
-    """The client an address counts as: the address (IPv4, or anything that is not an
-    address), or its /64 network (IPv6; an IPv4-mapped IPv6 address counts as the IPv4)."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return str(ip)
 
 
 def _store() -> Store:

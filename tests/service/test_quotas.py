@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from service.addresses import client_of
 from service.arena import house
 from service.http.app import create_app
-from service.http.quotas import client_of
 from service.storage.store import Store
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN, Api
