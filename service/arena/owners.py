@@ -55,6 +55,11 @@ log = logging.getLogger(__name__)
 HOUSE_OWNER = "house"
 ADMISSION_MODES = ("open", "invite", "closed")
 SUSPENSION_CACHE_S = 1.0
+# after a refresh that Redis did not answer, the next is tried only this much later: a
+# frozen Redis then costs a request one command timeout here at most every 10 s per
+# process, not one on every request (each of which would then wait out two: this and
+# its own command, which answers 503)
+SUSPENSION_RETRY_S = 10.0
 SUSPENSION_LOG_MAX = 1000
 
 DEFAULTS: dict[str, Any] = {
@@ -216,9 +221,10 @@ class Owners:
                         # waits out a timeout here first
                         log.warning("could not refresh the suspended bots; keeping the "
                                     "last known set")
+                        self._suspended_at = now + SUSPENSION_RETRY_S
                     else:
                         self._suspended = frozenset(m.decode() for m in members)
-                    self._suspended_at = now
+                        self._suspended_at = now
         return bot_id in self._suspended
 
     def suspension(self, bot_id: str) -> str | None:

@@ -164,9 +164,12 @@ class Api:
         assert r.status_code == status, (path, r.status_code, r.text)
         return r.json()
 
-    def bot(self, name: str) -> tuple[str, str]:
-        b = self.post("/bots", {"name": name}, self.owner_token)
-        self.owner_token = self.owner_token or b["token"]
+    def bot(self, name: str, new_owner: bool = False) -> tuple[str, str]:
+        """A new bot (id, token) of the test's one owner, or (``new_owner``) an owner of
+        its own: a ladder never matches two bots of one owner."""
+        b = self.post("/bots", {"name": name}, None if new_owner else self.owner_token)
+        if not new_owner:
+            self.owner_token = self.owner_token or b["token"]
         return b["id"], b["token"]
 
 

@@ -438,7 +438,8 @@ def test_tournament_page_shows_a_cancel_a_withdrawal_and_forfeits(page, api, ser
 
 
 def test_tournament_page_shows_the_standings_the_api_returns(page, api, bots, service):
-    made = [api.bot(n) for n in ("Steelpan", "Soca", "Parang")]
+    # three owners: one owner's games are never rated, and the lobby shows the leaderboard
+    made = [api.bot(n, new_owner=True) for n in ("Steelpan", "Soca", "Parang")]
     for _, t in made:
         bots(t)
     body = {"name": "browser cup", "format": "round_robin", "entrants": [b for b, _ in made],

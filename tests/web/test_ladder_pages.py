@@ -8,7 +8,7 @@ from tests.web.support import DESKTOP, PHONE, screenshot, wait_until
 
 
 def test_lobby_shows_the_ladder_and_a_bot_page_charts_its_rating(page, api, bots):
-    made = [api.bot(n) for n in ("Tassa", "Tamboo")]
+    made = [api.bot(n, new_owner=True) for n in ("Tassa", "Tamboo")]  # two owners
     for _, token in made:
         bots(token)
         r = api.call("POST", "/ladders/2p/entry", token, json={"games": 2})
