@@ -319,7 +319,9 @@ def test_an_answer_the_contract_does_not_allow_stops_the_typescript_bot(
     """The run-time check is real: against a contract in which a Bot must also carry a field
     the service does not send, the bot's first answer (GET /bots/me) fails loudly."""
     spec = yaml.safe_load((ROOT / "openapi.yaml").read_text())
-    spec["components"]["schemas"]["Bot"]["required"].append("favourite_card")
+    me = spec["paths"]["/bots/me"]["get"]["responses"]["200"]["content"]["application/json"]
+    schema = me["schema"]["$ref"].rsplit("/", 1)[1]  # the schema GET /bots/me answers with
+    spec["components"]["schemas"][schema]["required"].append("favourite_card")
     contract = tmp_path / "openapi.yaml"
     contract.write_text(yaml.safe_dump(spec))
     token = ArenaClient(live_url).register("ts-strict").token
