@@ -25,7 +25,7 @@ function standingsTable(name, st) {
   if (!st || !st.items.length) return el("p", { class: "muted small", text: "No rated games yet." });
   const head = el("tr", {}, ["#", "Bot", "Rating (μ ± σ)", "Ordinal", "Games", "Wins", "Form"].map((h, i) =>
     el("th", { scope: "col", class: `${i >= 2 && i <= 5 ? "num" : ""}${i === 2 ? " nocaps" : ""}`, text: h })));
-  const rows = st.items.map((r) => el("tr", { dataset: { botId: r.bot_id, rank: String(r.rank) } },
+  const rows = st.items.map((r) => el("tr", { dataset: { botId: r.bot_id, rank: r.rank == null ? "" : String(r.rank), provisional: String(Boolean(r.provisional)) } },
     el("td", r.rank == null ? { text: "–", title: "provisional" } : { text: String(r.rank) }),
     el("td", { class: "bot" }, botLink(r.bot_id, r.bot_name)),
     el("td", { class: "num", dataset: { col: "rating" } }, `${r.mu.toFixed(2)} `, el("span", { class: "pm", text: `± ${r.sigma.toFixed(2)}` })),
