@@ -224,9 +224,14 @@ class Prober:
         total = sum(self.statuses.values())
         opened = self.opened.value if self.opened is not None else 0.0
         slow = [when for when, ms in self.latencies if ms > SLOW_PROBE_MS]
+        # while the address *holds* its connections (every one of them open): the issue's
+        # "while one address holds N connections", apart from the opening burst
+        held = [ms for when, ms in self.latencies if opened and when >= opened]
         return {"healthz_probes": total, "healthz_non_200": total - self.statuses[200],
                 "healthz_p50_ms": pct([ms for _, ms in self.latencies], 0.5),
                 "healthz_p99_ms": pct([ms for _, ms in self.latencies], 0.99),
+                "healthz_hold_probes": len(held),
+                "healthz_hold_p99_ms": pct(held, 0.99),
                 "healthz_max_ms": pct([ms for _, ms in self.latencies], 1.0),
                 # when the slow probes were: seconds after the attack's connections were
                 # all open (the server still answering the burst), the last of them
