@@ -116,7 +116,9 @@ def _tournaments(t: Tournaments) -> dict[str, Any]:
         tids = [x.decode() for x in t.r.zrange(f"{t.p}tours:all", 0, -1)]
         keys = [t.key(tid) for tid in tids]
         pipe.watch(t.lb_key, *keys)
-        raws = pipe.mget(keys) if keys else []
+        # one GET a tournament, not MGET: a cluster's pipeline refuses MGET (the keys share
+        # the tours tag, so the WATCH and the MULTI below are one slot all the same)
+        raws = [pipe.get(k) for k in keys]
         docs = [json.loads(raw) for raw in raws if raw]
         owners: dict[str, str] = {}
         bots = sorted({e["bot_id"] for d in docs for e in d["entrants"]})

@@ -69,6 +69,7 @@ from redis.crc import key_slot
 from redis.exceptions import AskError, ClusterDownError, RedisClusterException, TryAgainError
 
 from service import jsonio
+from service.addresses import network_of
 from service.engine import State
 from service.storage.cache import GAME_CACHE_MAX, Game, GameCache
 from service.storage.keys import STATUS_ORDER, Keys
@@ -402,9 +403,9 @@ class Store:
             return bot_id, []
         token_key = self.keys.token(token_hash(token))
         keys = [self.failure_key(c, window_s) for c in counters]
-        if self.cluster:
+        if self.cluster:  # the token is a slot of its own; the counters share one
             raw = self.r.get(token_key)
-            out: list[Any] = [1, raw] if raw else [0, *self._count_steps(keys, window_s)]
+            out: list[Any] = [1, raw] if raw else [0, *self._count_together(keys, window_s)]
         else:
             out = self._auth(keys=[token_key, *keys], args=[window_s])
         if int(out[0]) != 1:
@@ -418,7 +419,19 @@ class Store:
         """A failure counter: named by its window's length, not by a window number, and
         expiring ``window_s`` after its first failure (a sliding start, so no boundary
         hands a guesser a fresh count mid-run)."""
+        if self.cluster:
+            # an address's counter and its network's share a hash tag (the network), so
+            # one script counts both at once in a cluster too: incremented one at a time,
+            # two racing attempts could each pass one limit and fail the other, and fewer
+            # than the limit be compared (issue 22: "exactly N compared")
+            kind, _, subject = who.partition(":")
+            net = subject if kind.endswith("net") else network_of(subject)
+            return self.keys.rate(f"{self.keys.tag(net)}:{who}", window_s)
         return self.keys.rate(who, window_s)
+
+    def _count_together(self, keys: list[str], window_s: int) -> list[Any]:
+        """``COUNT`` on counters of one client (one slot: ``failure_key``)."""
+        return list(self._count(keys=keys, args=[window_s])) if keys else []
 
     def count_failures(self, counters: list[str], window_s: int) -> list[tuple[int, int]]:
         """Count one failure (or one attempt about to be compared) against each counter,
@@ -426,26 +439,13 @@ class Store:
         keys = [self.failure_key(c, window_s) for c in counters]
         if not keys:
             return []
-        if self.cluster:
-            return _pairs(self._count_steps(keys, window_s))
-        return _pairs(self._count(keys=keys, args=[window_s]))
+        return _pairs(self._count_together(keys, window_s))
 
     def uncount_failures(self, counters: list[str], window_s: int) -> None:
         """Give back what ``count_failures`` counted for an attempt that was right."""
         keys = [self.failure_key(c, window_s) for c in counters]
-        if self.cluster:
-            for key in keys:
-                self._uncount(keys=[key])
-        elif keys:
+        if keys:  # one slot in a cluster too (``failure_key``)
             self._uncount(keys=keys)
-
-    def _count_steps(self, keys: list[str], window_s: int) -> list[Any]:
-        """``COUNT`` one key at a time (cluster mode: each counter is its own slot)."""
-        out: list[Any] = []
-        for key in keys:
-            n, ttl = self._run(self._rate, [key], [window_s])
-            out += [n, ttl]
-        return out
 
     def bot_turns(self, bot_id: str, live: list[str] | None = None) -> list[str]:
         """Games where it is ``bot_id``'s turn. In a cluster: the bot's live games whose

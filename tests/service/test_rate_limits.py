@@ -12,6 +12,7 @@ import secrets
 from typing import Any
 
 import pytest
+from redis.cluster import RedisCluster
 
 from service.http import limits
 from service.http.app import create_app
@@ -33,7 +34,12 @@ def bearer(token: str) -> dict[str, str]:
 
 
 def key_count(app: Any, key_prefix: str) -> int:
-    return len(app.extensions["arena"].store.r.keys(f"{key_prefix}*"))
+    """Keys under the test's prefix, on every master of a cluster (a cluster client's
+    KEYS asks one node only)."""
+    r = app.extensions["arena"].store.r
+    if isinstance(r, RedisCluster):
+        return len(r.keys(f"{key_prefix}*", target_nodes=RedisCluster.PRIMARIES))
+    return len(r.keys(f"{key_prefix}*"))
 
 
 def register(client: Any, name: str) -> tuple[str, str]:

@@ -72,6 +72,12 @@ class Arena:
                                # checks the quotas)
                                "ARENA_QUOTA_BOTS": 0, "ARENA_QUOTA_GAMES": 0,
                                "ARENA_QUOTA_CLIENT_GAMES": 0, "ARENA_QUOTA_HOUSE_GAMES": 0,
+                               # the walk's WSGI calls never close their responses, so
+                               # a long-poll's slot would never be given back (under a
+                               # server it is, at the answer's end): the caps are tested
+                               # with real sockets (tests/test_connections.py)
+                               "ARENA_POLLS_PER_BOT": 0, "ARENA_POLLS_PER_CLIENT": 0,
+                               "ARENA_STREAMS_PER_BOT": 0, "ARENA_STREAMS_PER_CLIENT": 0,
                                "ARENA_ADMIN_TOKEN": ADMIN_TOKEN})
         c = self.app.test_client()
         bot = c.post("/bots", json={"name": "fuzz"}).json
