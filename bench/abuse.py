@@ -148,8 +148,11 @@ class Player:
             raise AssertionError("unreachable")
 
         t = argparse.Namespace(call=call, args=t.args)  # type: ignore[assignment]
-        bots = [t.call("POST", "/bots", {"name": f"honest{i}"}, conn=conns[i])[1]
-                for i in range(2)]
+        first = t.call("POST", "/bots", {"name": "honest0"}, conn=conns[0])[1]
+        # its two bots are one owner's (the second registered with the first's token), so
+        # its games seat both at once (issue 23: another owner's bot would be invited)
+        bots = [first, t.call("POST", "/bots", {"name": "honest1"}, first["token"],
+                              conn=conns[1])[1]]
         while not self.stop_event.is_set():
             status, game, _ = t.call("POST", "/games", {"players": 2, "seats": [
                 b["id"] for b in bots]}, bots[0]["token"], conn=conns[0])
