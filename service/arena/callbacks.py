@@ -138,12 +138,9 @@ log = logging.getLogger(__name__)
 
 # Why 300 calls per second per host by default: the cap bounds what this service can be
 # made to send one host that has consented (verification keeps it from calling any other)
-# and must not throttle a bot playing flat out. Measured (bench/webhooks.py, 2 busy cores,
-# the example bot answering at once, no cap): 164 turns in 1.2 s at 4 tables and 323 in
-# 1.9 s at 8, about 140-180 calls/s to its host with the notifications; with a cap of 50
-# the 4-table run lost 11 turns to it (10 default actions), with 200 none. 300 is about
-# twice the flat-out bot, while a thousand self-play games (the 10 made 886 calls
-# in 60 s, 15/s) would otherwise send one host 1,500/s.
+# and must not throttle a bot playing flat out: it is about twice what one flat-out bot at
+# eight tables needs (`python3 bench/webhooks.py --host-rate 0 --tables 8 --games 16`
+# measures it; the figures are in docs/bots.md's webhook section and the closing notes).
 HOST_RATE = 300
 
 DEFAULTS: dict[str, Any] = {
