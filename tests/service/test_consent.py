@@ -528,3 +528,26 @@ def test_a_tournament_naming_a_suspended_bot_is_refused(key_prefix) -> None:
     # (the process that lifts it forgets its copy of the suspended set at once)
     assert c.delete(f"/admin/bots/{cheat}/suspension", headers=ADMIN).status_code == 200
     assert c.post("/tournaments", json=body, headers=ADMIN).status_code == 201
+
+
+def test_a_bot_holds_at_most_its_cap_of_pending_invitations(key_prefix) -> None:
+    """Issue 23: a flood of challenges cannot bury a bot: past
+    ``ARENA_INVITATIONS_PER_BOT`` pending invitations the creator gets 429 with
+    Retry-After and no game is made; an answered invitation frees a place."""
+    app = make_app(key_prefix, ARENA_INVITATIONS_PER_BOT=2)
+    c = app.test_client()
+    api = Api(c, one_owner=False)
+    victim, victim_token = api.bot("victim")
+    _, flooder = api.bot("flooder")
+    made = [c.post("/games", json={"players": 2, "seats": [None, victim]},
+                   headers=auth(flooder)) for _ in range(3)]
+    assert [r.status_code for r in made[:2]] == [201, 201]
+    assert made[2].status_code == 429 and made[2].json["type"] == "/problems/rate-limited"
+    assert int(made[2].headers["Retry-After"]) >= 1
+    items = c.get("/bots/me/invitations", headers=auth(victim_token)).json["invitations"]
+    assert len(items) == 2
+    first = items[0]["id"]
+    assert c.post(f"/invitations/{first}/decline", headers=auth(victim_token)).status_code == 200
+    again = c.post("/games", json={"players": 2, "seats": [None, victim]},
+                   headers=auth(flooder))
+    assert again.status_code == 201, again.json
