@@ -260,7 +260,7 @@ def install(app: Flask) -> None:
     by ``service.http.observe``."""
     from flask import Response, request
 
-    from service.http.problems import Problem
+    from service.arena.problems import Problem
 
     start_flusher()
 

@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 import requests
 
+from service.arena.problems import KINDS
 from service.engine.variants import _CHOICES, Variants
-from service.http.problems import KINDS
 from tests.conftest import REDIS_URL, missing
 from tests.test_serve import Serve, kill_leftovers
 

@@ -127,9 +127,9 @@ from urllib3.exceptions import (
 )
 
 from service.arena.loop import BackgroundLoop
+from service.arena.problems import Problem
 from service.arena.status import ACTIVE, FINISHED, WAITING
 from service.engine import IllegalAction
-from service.http.problems import Problem
 from service.jsonio import dumps
 from service.storage.store import Game
 from service.storage.wakeups import Waiter
@@ -934,7 +934,7 @@ class Callbacks:
         try:
             self.arena.act(game.id, bot_id, body, None, f"callback-{game.version}")
         except IllegalAction as exc:
-            from service.http.problems import from_illegal
+            from service.arena.problems import from_illegal
 
             problem = from_illegal(exc)
             record.update(outcome="refused", problem=f"/problems/{problem.kind}",

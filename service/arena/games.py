@@ -25,6 +25,7 @@ from service.arena import deals
 from service.arena.fanout import Feed
 from service.arena.invitations import Invitations, seat_invited
 from service.arena.owners import HOUSE_OWNER, Owners
+from service.arena.problems import Problem
 from service.arena.status import (
     ACTIVE,
     EMBARGOED,
@@ -56,7 +57,6 @@ from service.engine import (
     spectator_view,
 )
 from service.engine.record import record_from_events
-from service.http.problems import Problem
 from service.jsonio import dumps
 from service.storage.store import Game, Store, commit_time
 from service.storage.wakeups import (

@@ -36,7 +36,7 @@ import time
 from typing import Any
 
 from service.arena.owners import HOUSE_OWNER, Owners
-from service.http.problems import Problem
+from service.arena.problems import Problem
 from service.logs import use_json
 from service.storage.store import Store, token_hash
 

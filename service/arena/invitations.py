@@ -49,8 +49,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from service.arena.owners import HOUSE_OWNER
+from service.arena.problems import Problem
 from service.arena.status import FINISHED, WAITING, deadline_for, status_of
-from service.http.problems import Problem
 from service.storage.store import Game, commit_time
 
 if TYPE_CHECKING:

@@ -92,10 +92,10 @@ from service.arena import deals, ratings
 from service.arena import tournament_control as control
 from service.arena.games import Arena
 from service.arena.loop import BackgroundLoop
+from service.arena.problems import Problem
 from service.arena.status import ACTIVE, FINISHED, deadline_for, status_of, turn_bot
 from service.engine import InvalidVariants, Variants, new_game
 from service.engine.game import MAX_SEED
-from service.http.problems import Problem
 from service.storage.store import Game
 
 log = logging.getLogger(__name__)

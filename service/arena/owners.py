@@ -47,7 +47,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from service.http.problems import Problem
+from service.arena.problems import Problem
 from service.storage.store import Retention, Store
 
 log = logging.getLogger(__name__)

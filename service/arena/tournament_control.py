@@ -84,9 +84,9 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
+from service.arena.problems import Problem
 from service.arena.status import ACTIVE, FINISHED, turn_bot
 from service.engine import apply, new_game, team_of
-from service.http.problems import Problem
 from service.storage.store import Game
 
 if TYPE_CHECKING:

@@ -161,10 +161,10 @@ import redis
 from service.arena import deals, knockout, ratings
 from service.arena import tournament_control as control
 from service.arena.games import Arena
+from service.arena.problems import Problem
 from service.arena.status import ACTIVE, FINISHED, deadline_for, embargo_key, status_of, turn_bot
 from service.engine import Variants, build_record, new_game, team_of
 from service.engine.game import MAX_SEED
-from service.http.problems import Problem
 from service.http.schemas import MAX_TOURNAMENT_GAMES, size_errors
 from service.storage.store import Game
 

@@ -23,13 +23,13 @@ import gevent
 
 from service import metrics
 from service.arena.fanout import ALL, Direct, Feed, frame
+from service.arena.problems import Problem
 from service.arena.status import ACTIVE, EMBARGOED, FINISHED
 from service.engine import (
     State,
     apply,
     new_game,
 )
-from service.http.problems import Problem
 from service.storage.store import Game
 from service.storage.wakeups import GameMessage, game_message
 

@@ -51,7 +51,7 @@ from typing import Any
 from flask import Flask, Response, current_app
 
 from service.addresses import client_of
-from service.http.problems import Problem
+from service.arena.problems import Problem
 
 log = logging.getLogger(__name__)
 

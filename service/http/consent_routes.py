@@ -10,9 +10,9 @@ from typing import Any
 
 from flask import Blueprint, Response
 
+from service.arena.problems import Problem
 from service.http import consent_schemas as cs
 from service.http import schemas as s
-from service.http.problems import Problem
 from service.http.routes import BOT_ID, arena, operation, respond, sch
 
 bp = Blueprint("consent", __name__)

@@ -69,7 +69,7 @@ _PROBE_LINES = tuple(b"GET %s" % p for p in (b"/healthz", b"/readyz", b"/metrics
 _REASONS = {400: "Bad Request", 408: "Request Timeout", 414: "URI Too Long",
             429: "Too Many Requests", 431: "Request Header Fields Too Large",
             503: "Service Unavailable"}
-_TITLES = {  # as service.http.problems.KINDS has them (not imported in gunicorn's master)
+_TITLES = {  # as service.arena.problems.KINDS has them (not imported in gunicorn's master)
     "over-capacity": (503, "The service is at its connection limit; retry shortly"),
     "too-many-connections": (429, "Too many open streams, long-polls or connections"),
     "malformed-body": (400, "The request body cannot be read"),

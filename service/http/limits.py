@@ -68,7 +68,7 @@ from flask import Flask, Response, current_app, request
 
 from service import metrics
 from service.addresses import network_of, unmapped
-from service.http.problems import Problem
+from service.arena.problems import Problem
 from service.storage.store import PendingHit, Store, pending_hit
 
 # The defaults, sized from the project's own runner at full speed (see docs/operations.md's

@@ -16,10 +16,10 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
+from service.arena.problems import KINDS
 from service.http import callback_schemas as cs
 from service.http import limits, quotas
 from service.http import schemas as s
-from service.http.problems import KINDS
 from service.http.routes import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
 
 TITLE = "All Fours Arena"

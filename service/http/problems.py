@@ -1,10 +1,9 @@
 """Errors as RFC 9457 problem details, one kind per stable ``type``.
 
-Views and the game layer raise ``Problem`` (or let a domain exception escape); the app
-factory registers ``register_error_handlers`` once, so every error leaves the service as
-``application/problem+json`` with the same shape. Bot authors switch on ``type``, never
-on the human text, which is why the types below are a stable list and nothing else
-invents one.
+Views and the game layer raise ``Problem`` (``service.arena.problems``, which holds the one
+list of kinds) or let a domain exception escape; the app factory registers
+``register_error_handlers`` once, so every error leaves the service as
+``application/problem+json`` with the same shape.
 """
 
 from __future__ import annotations
@@ -19,89 +18,33 @@ from redis.exceptions import RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
+from service.arena.problems import KINDS, Problem, from_illegal
 from service.engine import IllegalAction
 from service.metrics import REDIS_ERRORS, count_problem
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger(__name__)
 
-# type suffix -> (status, title). The one list of problem kinds; openapi.py documents it.
-KINDS: dict[str, tuple[int, str]] = {
-    "validation": (422, "The request is not valid"),
-    "malformed-json": (400, "The body is not valid JSON"),
-    "bad-request": (400, "Bad request"),
-    "not-found": (404, "Not found"),
-    "method-not-allowed": (405, "Method not allowed"),
-    "not-acceptable": (406, "Not acceptable"),
-    "unsupported-media-type": (415, "Unsupported media type"),
-    "unauthorized": (401, "A valid bearer token is required"),
-    "forbidden-seat": (403, "Your bot does not hold that seat"),
-    "forbidden": (403, "Only the admin token may do that"),
-    "embargoed": (403, "This deal is still being played at another table"),
-    "forbidden-entrant": (403, "Only the entrant itself may do that"),
-    "tournament-over": (409, "The tournament is over"),
-    "suspended": (403, "The operator has suspended this bot or its owner"),
-    "owner-admission": (403, "This service admits no new owner this way"),
-    "invitation-refused": (403, "That bot accepts no invitations from you"),
-    "seed-reused": (409, "That seed was used by an earlier tournament"),
-    "seat-taken": (409, "That seat is already taken"),
-    "game-not-started": (409, "The game is waiting for players"),
-    "not-your-turn": (409, "It is not your turn"),
-    "illegal-action": (409, "The rules do not allow that action"),
-    "version-conflict": (409, "The game has changed since that version"),
-    "precondition-failed": (412, "If-Match does not match the game's version"),
-    "idempotency-key-reused": (422, "That Idempotency-Key was used with a different request"),
-    "payload-too-large": (413, "The request body is too large"),
-    "malformed-body": (400, "The request body cannot be read"),
-    "request-timeout": (408, "The request did not arrive in time"),
-    "uri-too-long": (414, "The request line is too long"),
-    "header-fields-too-large": (431, "The request's header fields are too large"),
-    "rate-limited": (429, "Too many requests"),
-    "too-many-connections": (429, "Too many open streams, long-polls or connections"),
-    "service-unavailable": (503, "The game store is unavailable; retry shortly"),
-    "over-capacity": (503, "The service is at its connection limit; retry shortly"),
-    "internal": (500, "Internal error"),
-}
 
-
-class Problem(Exception):
-    """An error answer: ``kind`` is a key of ``KINDS``; extra members go into the body."""
-
-    def __init__(
-        self,
-        kind: str,
-        detail: str | None = None,
-        *,
-        headers: dict[str, str] | None = None,
-        **extra: Any,
-    ) -> None:
-        if kind not in KINDS:
-            raise ValueError(f"unknown problem kind {kind!r}")
-        super().__init__(detail or KINDS[kind][1])
-        self.kind = kind
-        self.status = KINDS[kind][0]
-        self.detail = detail
-        self.headers = headers or {}
-        self.extra = extra
-
-    def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "type": f"/problems/{self.kind}",
-            "title": KINDS[self.kind][1],
-            "status": self.status,
-        }
-        if self.detail:
-            out["detail"] = self.detail
-        out["instance"] = request.path if request else None
-        out.update(self.extra)
-        return out
+def problem_body(problem: Problem) -> dict[str, Any]:
+    """The problem details of ``problem`` for the request being answered."""
+    out: dict[str, Any] = {
+        "type": f"/problems/{problem.kind}",
+        "title": KINDS[problem.kind][1],
+        "status": problem.status,
+    }
+    if problem.detail:
+        out["detail"] = problem.detail
+    out["instance"] = request.path if request else None
+    out.update(problem.extra)
+    return out
 
 
 def problem_response(problem: Problem) -> Response:
     """The one place a Problem becomes an HTTP response."""
     count_problem(problem.kind)
     resp = Response(
-        json.dumps(problem.body(), separators=(",", ":")),
+        json.dumps(problem_body(problem), separators=(",", ":")),
         status=problem.status,
         mimetype=PROBLEM_JSON,
     )
@@ -110,18 +53,6 @@ def problem_response(problem: Problem) -> Response:
     if problem.status == 401:
         resp.headers.setdefault("WWW-Authenticate", 'Bearer realm="allfours"')
     return resp
-
-
-def rule_doc(rule: str) -> str:
-    """Where a rule is explained: its anchor in the repository's ``docs/rules.md``."""
-    return f"docs/rules.md#{rule.lower()}"
-
-
-def from_illegal(exc: IllegalAction) -> Problem:
-    """R23 (someone else's turn) is its own kind; every other refusal names its rule, and
-    both say where the rule is explained, so a bot author can look it up."""
-    kind = "not-your-turn" if exc.rule == "R23" else "illegal-action"
-    return Problem(kind, str(exc), rule=exc.rule, rule_doc=rule_doc(exc.rule))
 
 
 _HTTP_KINDS = {

@@ -26,11 +26,11 @@ from service.arena.callbacks import Callbacks
 from service.arena.export import csv_table
 from service.arena.fanout import direct_socket
 from service.arena.games import Arena, dumps
+from service.arena.problems import Problem
 from service.arena.tournaments import MAX_GAMES, Tournaments
 from service.http import callback_schemas as cs
 from service.http import connections, limits, quotas
 from service.http import schemas as s
-from service.http.problems import Problem
 
 bp = Blueprint("api", __name__)
 

@@ -166,8 +166,8 @@ def test_a_head_gunicorn_cannot_parse_is_answered_as_a_problem() -> None:
 
     from gunicorn.http import errors
 
+    from service.arena.problems import KINDS
     from service.http.gevent_worker import head_error_answer
-    from service.http.problems import KINDS
 
     cases = [
         (errors.InvalidHeader("CONTENT-LENGTH"), 400, "malformed-body"),
@@ -193,8 +193,8 @@ def test_a_head_gunicorn_cannot_parse_is_answered_as_a_problem() -> None:
 def test_the_workers_own_problems_are_kinds_of_the_contract() -> None:
     """The worker answers some problems before the app (at the cap, a client's share, a
     bad head): each is a kind of ``KINDS`` with the same status and title."""
+    from service.arena.problems import KINDS
     from service.http.gevent_worker import _TITLES, shed_response
-    from service.http.problems import KINDS
 
     for kind, status_title in _TITLES.items():
         assert KINDS[kind] == status_title, kind
