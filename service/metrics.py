@@ -1,4 +1,5 @@
-"""Prometheus metrics at ``GET /metrics`` (``prometheus_client``).
+"""Prometheus metrics (``prometheus_client``), served at ``GET /metrics`` by
+``service.http.metrics_route``.
 
 Under gunicorn every worker is its own process with its own counters, so the client runs
 in its **multiprocess mode**: each process writes its values to memory-mapped files in
@@ -21,17 +22,15 @@ format, optionally behind ``ARENA_METRICS_TOKEN``.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 import threading
 import time
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     REGISTRY,
     CollectorRegistry,
     Counter,
@@ -42,10 +41,13 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from redis.exceptions import RedisError
 
-if TYPE_CHECKING:
-    from flask import Flask, Response
 
-    from service.storage.store import Store
+class Scraped(Protocol):
+    """What a scrape reads of the store (a ``service.storage.store.Store``; the storage layer
+    imports this module, so only the shape is named here): its client and its key prefix."""
+
+    r: Any
+    p: str
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Request latencies: from well under a millisecond (a cached view) to a full long-poll.
@@ -222,7 +224,7 @@ class GamesCollector:
 
     STATUSES = ("waiting", "active", "finished")
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Scraped) -> None:
         self.store = store
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
@@ -240,7 +242,7 @@ class GamesCollector:
         yield family
 
 
-def exposition(store: Store) -> bytes:
+def exposition(store: Scraped) -> bytes:
     """The text a scrape gets: every process's metrics (or this one's), then the games."""
     if os.environ.get(MULTIPROC_ENV):
         from prometheus_client import multiprocess
@@ -253,26 +255,3 @@ def exposition(store: Store) -> bytes:
     games = CollectorRegistry()
     games.register(GamesCollector(store))  # type: ignore[arg-type]
     return generate_latest(registry) + generate_latest(games)
-
-
-def install(app: Flask) -> None:
-    """``GET /metrics`` (behind ``ARENA_METRICS_TOKEN`` when set). Requests are counted
-    by ``service.http.observe``."""
-    from flask import Response, request
-
-    from service.arena.problems import Problem
-
-    start_flusher()
-
-    @app.get("/metrics")
-    def metrics() -> Response:
-        expected = app.config.get("ARENA_METRICS_TOKEN") or ""
-        if expected:
-            scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-            if scheme.lower() != "bearer" or not token.strip():
-                raise Problem("unauthorized", "send Authorization: Bearer <metrics token>")
-            if not hmac.compare_digest(token.strip().encode(), expected.encode()):
-                raise Problem("forbidden", "this needs the metrics token")
-        body = exposition(app.extensions["arena"].store)
-        return Response(body, mimetype=CONTENT_TYPE_LATEST.split(";")[0],
-                        headers={"Cache-Control": "no-store"})

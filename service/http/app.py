@@ -14,7 +14,6 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from service import metrics
 from service.arena import rating_migration
 from service.arena.callbacks import DEFAULTS as CALLBACK_DEFAULTS
 from service.arena.callbacks import Callbacks
@@ -31,6 +30,7 @@ from service.http import (
     consent_routes,
     ladder_routes,
     limits,
+    metrics_route,
     observe,
     pages,
     quotas,
@@ -164,7 +164,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     register_error_handlers(app)
     observe.install(app)  # per request: metrics, X-Request-ID, one JSON access line
-    metrics.install(app)  # GET /metrics
+    metrics_route.install(app)  # GET /metrics
     app.register_blueprint(routes.bp)
     app.register_blueprint(ladder_routes.bp)  # /ladders/...
     app.register_blueprint(callback_routes.bp)  # PUT/GET/DELETE /bots/me/callback...
