@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 ACCESS = logging.getLogger("allfours.access")
+REQUEST_ID_KEY = "allfours.request_id"  # WSGI environ: the request's id (service.http.observe)
 
 
 class JsonFormatter(logging.Formatter):
@@ -55,14 +56,13 @@ class JsonFormatter(logging.Formatter):
 
 
 def _current_request_id() -> Any:
-    """The request id of the request being served, for lines logged during it."""
-    from flask import has_request_context
+    """The request id of the request being served, for lines logged during it (put in the
+    WSGI environ under ``REQUEST_ID_KEY`` by ``service.http.observe``)."""
+    from flask import has_request_context, request
 
     if not has_request_context():
         return None
-    from service.http.observe import request_id
-
-    return request_id()
+    return request.environ.get(REQUEST_ID_KEY)
 
 
 def use_json(level: str | int = logging.INFO) -> None:

@@ -32,7 +32,7 @@ from service import logs, metrics
 
 REQUEST_ID = "X-Request-ID"
 T0 = "allfours.t0"  # WSGI environ: the request's start (``time.perf_counter``)
-RID = "allfours.request_id"  # WSGI environ: the request's id
+RID = logs.REQUEST_ID_KEY  # WSGI environ: the request's id (the log lines read it there)
 _CLIENT_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _GAME_ID = re.compile(r"[0-9a-f]{12}")
 _prefix = ""
@@ -53,11 +53,6 @@ def _forked() -> None:
 
 
 os.register_at_fork(after_in_child=_forked)
-
-
-def request_id() -> str | None:
-    """The id of the request being served (for log lines written during it)."""
-    return request.environ.get(RID)
 
 
 def install(app: Flask) -> None:
