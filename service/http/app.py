@@ -37,7 +37,7 @@ from service.http import (
     routes,
     security_headers,
 )
-from service.http.openapi import spec_yaml
+from service.http.openapi.spec import spec_yaml
 from service.http.problems import register_error_handlers
 from service.storage import redis_client
 from service.storage.store import RETRY_GRACE_S, Retention, Store, pending_hit

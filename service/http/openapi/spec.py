@@ -8,7 +8,6 @@ Regenerate with ``python -m service.http.openapi > openapi.yaml``.
 from __future__ import annotations
 
 import re
-import sys
 from typing import Any
 
 import yaml
@@ -467,15 +466,3 @@ def spec_yaml(app: Flask) -> str:
     doc.update(raw)
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False,
                      allow_unicode=True, width=100)
-
-
-def main() -> int:
-    """``python -m service.http.openapi``: print the spec (the app is built without Redis I/O)."""
-    from service.http.app import create_app  # here, not at the top: app imports this module
-
-    sys.stdout.write(spec_yaml(create_app({"ARENA_RATINGS_MIGRATE": "0"})))  # reads only
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
