@@ -111,7 +111,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -552,12 +552,20 @@ def echoes(body: bytes, challenge: str) -> bool:
     return isinstance(answer, dict) and answer.get("challenge") == challenge
 
 
+# Reads a bot's answer to a turn (a JSON object) into an action body as ``POST
+# /games/{game_id}/actions`` takes it, raising on a bad one. The wire's schema is HTTP's
+# (``service.http.callback_schemas.CallbackAnswer``): the app hands its reader in.
+AnswerReader = Callable[[dict[str, Any]], dict[str, Any]]
+
+
 class Callbacks:
     """Registration, delivery records, and the calls themselves; one per process."""
 
-    def __init__(self, arena: Any, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, arena: Any, config: dict[str, Any] | None = None, *,
+                 read_answer: AnswerReader) -> None:
         cfg = {**DEFAULTS, **(config or {})}
         self.arena = arena
+        self.read_answer = read_answer
         self.store = arena.store
         self.guard = Guard(parse_networks(str(cfg["ARENA_CALLBACK_NETWORKS"])))
         self.timeout_s = float(cfg["ARENA_CALLBACK_TIMEOUT"])
@@ -915,13 +923,11 @@ class Callbacks:
                record: dict[str, Any]) -> None:
         """The answer's action through ``Arena.act``, exactly as a pulled action with
         ``version`` and an ``Idempotency-Key`` of this turn."""
-        from service.http.callback_schemas import CallbackAnswer  # POST .../actions' body
-
         try:
             answer = json.loads(raw)
             if not isinstance(answer, dict):
                 raise ValueError("not an object")
-            body = CallbackAnswer().load(answer)
+            body = self.read_answer(answer)
         except Exception as exc:
             detail = "the body must be a JSON object with an action, e.g. {\"action\": \"AS\"}"
             if isinstance(exc, ValueError) and not isinstance(exc, json.JSONDecodeError):

@@ -37,6 +37,7 @@ from service.http import (
     routes,
     security_headers,
 )
+from service.http.callback_schemas import CallbackAnswer
 from service.http.openapi.spec import spec_yaml
 from service.http.problems import register_error_handlers
 from service.storage import redis_client
@@ -158,7 +159,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     ladders = arena.ladders = app.extensions["ladders"] = Ladders(arena, app.config)
     if str(app.config["ARENA_RATINGS_MIGRATE"]) != "0":  # once per rules version
         rating_migration.ensure(tournaments, ladders)
-    callbacks = app.extensions["callbacks"] = Callbacks(arena, app.config)
+    callbacks = app.extensions["callbacks"] = Callbacks(
+        arena, app.config, read_answer=lambda answer: CallbackAnswer().load(answer))
     arena.on_status.append(callbacks.game_changed)
     arena.invitations.on_invite.append(callbacks.invited)
 
