@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gevent
 
@@ -36,8 +36,10 @@ from service.jsonio import dumps
 from service.storage.wakeups import game_message
 
 if TYPE_CHECKING:
-    from service.arena.games import Arena
-    from service.storage.store import Game
+    from collections.abc import Iterator
+
+    from service.storage.store import Game, Store
+    from service.storage.wakeups import Wakeups
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,20 @@ PUMP_POLL_S = 5.0  # how often an idle pump looks whether it still has streams
 ALL = "all"  # the audience of a finished game open to everyone: events as they are
 
 
+class FeedHost(Protocol):
+    """What a feed uses of the ``Arena`` (``service.arena.games``) that keeps it: its
+    store and wake-ups, the engine's steps, and forgetting the feed. Named by its shape
+    because the arena imports this module."""
+
+    store: Store
+    wakeups: Wakeups
+
+    def _steps(self, game: Game, actions: list[int], start: State | None, first_ply: int
+               ) -> Iterator[tuple[int, list[dict[str, Any]], State]]: ...
+
+    def _drop_feed(self, feed: Feed, force: bool = False) -> bool: ...
+
+
 class Feed:
     """The events of one game this process has, from its creation to what Redis said last.
 
@@ -55,7 +71,7 @@ class Feed:
     text of each, as that audience sees it, filled on demand. Streams keep their own
     position (an index into ``events``) and ask ``chunk`` for what is new."""
 
-    def __init__(self, arena: Arena, game: Game) -> None:
+    def __init__(self, arena: FeedHost, game: Game) -> None:
         self.arena = arena
         self.game_id = game.id
         self.game = game  # players, seed and variants: what replaying needs

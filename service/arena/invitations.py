@@ -46,15 +46,12 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from service.arena.owners import HOUSE_OWNER
+from service.arena.owners import HOUSE_OWNER, Owners
 from service.arena.problems import Problem
 from service.arena.status import FINISHED, WAITING, deadline_for, status_of
-from service.storage.store import Game, commit_time
-
-if TYPE_CHECKING:
-    from service.arena.games import Arena
+from service.storage.store import Game, Store, commit_time
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +81,21 @@ def parse_policy(raw: bytes | str | None) -> dict[str, Any]:
     return {"accept": doc.get("accept", "anyone"), "from": list(doc.get("from") or [])}
 
 
+class InvitationHost(Protocol):
+    """What invitations use of the ``Arena`` (``service.arena.games``) that keeps them: its
+    store, its owners, and seating an invited bot. Named by its shape because the arena
+    imports this module."""
+
+    store: Store
+    owners: Owners
+
+    def take_invited_seats(self, game_id: str, bot_id: str) -> Game | None: ...
+
+
 class Invitations:
     """Invitations over one ``Arena`` (its store and its commit)."""
 
-    def __init__(self, arena: Arena, config: dict[str, Any] | None = None) -> None:
+    def __init__(self, arena: InvitationHost, config: dict[str, Any] | None = None) -> None:
         cfg = {**DEFAULTS, **(config or {})}
         self.arena = arena
         self.store = arena.store
