@@ -360,8 +360,6 @@ class Arena(Waiting):
         tournament's own withdrawal: live games forfeited) and every ladder (its leave),
         and cancel the games they are invited to. Best effort per tournament/ladder: a
         failure is logged, the suspension stands."""
-        from service.arena import tournament_control as control
-
         wanted = set(bot_ids)
         t = self.tournaments
         if t is not None:
@@ -372,7 +370,7 @@ class Arena(Waiting):
                     doc = json.loads(raw_doc) if raw_doc else {}
                     entrants = {e["bot_id"] for e in doc.get("entrants", [])}
                     for b in sorted(wanted & entrants):
-                        control.withdraw(t, tid, b, b)
+                        t.withdraw(tid, b, b)
                 except Problem:
                     continue
                 except Exception:

@@ -80,23 +80,38 @@ from __future__ import annotations
 import json
 import random
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import redis
 
 from service.arena.problems import Problem
 from service.arena.status import ACTIVE, FINISHED, turn_bot
 from service.engine import apply, new_game, team_of
-from service.storage.store import Game
-
-if TYPE_CHECKING:
-    from service.arena.tournaments import Tournaments
+from service.storage.store import Game, Store
 
 RUNNING, PAUSED, CANCELLED = "running", "paused", "cancelled"
 PENDING, LIVE, DONE, VOID = "pending", "live", "done", "void"
 WITHDRAWN, NO_SHOW, DISQUALIFIED = "withdrawn", "no_show", "disqualified"
 DEFAULT_NO_SHOW_S = 600.0  # ten minutes: far more than any move limit the contract allows
 ATTEMPTS = 200
+
+
+class TournamentHost(Protocol):
+    """What these steps use of ``service.arena.tournaments.Tournaments`` (which imports
+    this module, so only its shape is named here): the store, a tournament's key and the
+    open set, and advancing and showing a tournament."""
+
+    store: Store
+    r: redis.Redis
+
+    @property
+    def running_key(self) -> str: ...
+
+    def key(self, tid: str) -> str: ...
+
+    def advance(self, tid: str) -> int: ...
+
+    def detail(self, tid: str) -> dict[str, Any]: ...
 
 
 def steps(doc: dict[str, Any]) -> bool:
@@ -214,7 +229,7 @@ def forfeit_result(teams: list[int], game: Game | None, base: dict[str, Any] | N
 # --- ending a live game (the first step) -----------------------------------------------------
 
 
-def end_game(t: Tournaments, game: Game, ended: dict[str, Any]) -> Game | None:
+def end_game(t: TournamentHost, game: Game, ended: dict[str, Any]) -> Game | None:
     """End a live game now (``ended`` goes into its meta): status ``finished`` whatever the
     position, no deadline, nobody's turn; waiters hear it. A compare-and-set like any move,
     retried on a newer version; None if it had finished meanwhile (or is gone)."""
@@ -241,7 +256,7 @@ def end_game(t: Tournaments, game: Game, ended: dict[str, Any]) -> Game | None:
 # --- the pass (called at the start of every ``Tournaments._step``) --------------------------
 
 
-def before_step(t: Tournaments, doc: dict[str, Any], now: float | None = None) -> bool:
+def before_step(t: TournamentHost, doc: dict[str, Any], now: float | None = None) -> bool:
     """What ``advance`` does first: who has left (no-show, disqualification; a forfeit game
     naming an entrant still in), ending the games of those who left (forfeit) or of a
     cancelled tournament (void), forfeiting their unplayed games, voiding a cancelled
@@ -361,7 +376,7 @@ def close_out(doc: dict[str, Any]) -> list[str]:
 # --- the organizer's and the entrant's commands ----------------------------------------------
 
 
-def _change(t: Tournaments, tid: str, change: Any) -> dict[str, Any]:
+def _change(t: TournamentHost, tid: str, change: Any) -> dict[str, Any]:
     """Apply ``change(doc)`` (which returns False for "nothing to do") in one optimistic
     transaction on the document, then ``advance`` (which ends games, records, schedules)."""
     for _ in range(ATTEMPTS):
@@ -393,7 +408,7 @@ def _over(doc: dict[str, Any], doing: str) -> Problem:
     return Problem("tournament-over", f"the tournament is {doc['status']}: nothing to {doing}")
 
 
-def cancel(t: Tournaments, tid: str) -> dict[str, Any]:
+def cancel(t: TournamentHost, tid: str) -> dict[str, Any]:
     def change(doc: dict[str, Any]) -> bool:
         if doc["status"] == CANCELLED:
             return False
@@ -406,7 +421,7 @@ def cancel(t: Tournaments, tid: str) -> dict[str, Any]:
     return _change(t, tid, change)
 
 
-def pause(t: Tournaments, tid: str) -> dict[str, Any]:
+def pause(t: TournamentHost, tid: str) -> dict[str, Any]:
     def change(doc: dict[str, Any]) -> bool:
         if doc["status"] == PAUSED:
             return False
@@ -417,7 +432,7 @@ def pause(t: Tournaments, tid: str) -> dict[str, Any]:
     return _change(t, tid, change)
 
 
-def resume(t: Tournaments, tid: str) -> dict[str, Any]:
+def resume(t: TournamentHost, tid: str) -> dict[str, Any]:
     def change(doc: dict[str, Any]) -> bool:
         if doc["status"] == RUNNING:
             return False
@@ -428,7 +443,7 @@ def resume(t: Tournaments, tid: str) -> dict[str, Any]:
     return _change(t, tid, change)
 
 
-def withdraw(t: Tournaments, tid: str, bot_id: str, caller: str) -> dict[str, Any]:
+def withdraw(t: TournamentHost, tid: str, bot_id: str, caller: str) -> dict[str, Any]:
     """The entrant ``bot_id`` leaves, asked with its own token (``caller``)."""
     def change(doc: dict[str, Any]) -> bool:
         if bot_id not in {e["bot_id"] for e in doc["entrants"]}:

@@ -1021,6 +1021,11 @@ class Tournaments:
     def detail(self, tid: str) -> dict[str, Any]:
         return self._detail(self.doc(tid))
 
+    def withdraw(self, tid: str, bot_id: str, caller: str) -> dict[str, Any]:
+        """``tournament_control.withdraw`` of this tournament: the arena's suspension calls
+        it here, through the tournaments it is given, importing none of their modules."""
+        return control.withdraw(self, tid, bot_id, caller)
+
     def _detail(self, doc: dict[str, Any]) -> dict[str, Any]:
         out = self._summary(doc)
         out["bracket"] = knockout.bracket(doc) if "knockout" in doc else None
