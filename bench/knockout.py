@@ -28,7 +28,9 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from service.arena import knockout, ratings  # noqa: E402
-from service.arena.tournaments import Tournaments, planned_games, standings  # noqa: E402
+from service.arena.pairing import planned_games  # noqa: E402
+from service.arena.standings import standings  # noqa: E402
+from service.arena.tournaments import Tournaments  # noqa: E402
 
 
 def build(n: int, g: int) -> dict:

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from service.arena import rating_migration  # noqa: E402
-from service.arena.tournaments import round_robin_rounds  # noqa: E402
+from service.arena.pairing import round_robin_rounds  # noqa: E402
 from service.http.app import create_app  # noqa: E402
 
 

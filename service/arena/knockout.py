@@ -206,7 +206,7 @@ def add_tiebreaks(doc: dict[str, Any], rnd: dict[str, Any]) -> bool:
     """Every game of ``rnd`` recorded: give each level match (see the docstring) one
     tiebreak pair, at its own table, appended to the round. Returns whether any was added
     (the round is then not complete)."""
-    from service.arena.tournaments import TABLES, TWINS, deal_mode, deal_seed
+    from service.arena.pairing import TABLES, TWINS, deal_mode, deal_seed
 
     seeds = seed_numbers(doc)
     pairings = sorted({s["pairing"] for s in rnd["slots"]})

@@ -53,7 +53,9 @@ import redis
 from service.arena import ratings
 from service.arena import tournament_control as control
 from service.arena.ladder import FORM, Ladders, ladder_plan
-from service.arena.tournaments import DONE, Tournaments, rating_plan, ratings_after
+from service.arena.pairing import DONE
+from service.arena.standings import rating_plan, ratings_after
+from service.arena.tournaments import Tournaments
 
 log = logging.getLogger(__name__)
 

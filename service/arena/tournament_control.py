@@ -362,7 +362,7 @@ def _judge_absence(doc: dict[str, Any], live: list[tuple[dict[str, Any], Game]],
 def close_out(doc: dict[str, Any]) -> list[str]:
     """A cancelled tournament's last pass: every shared deal's embargo id (all leave the
     set), and the document marked closed."""
-    from service.arena.tournaments import embargo_id, tables_of
+    from service.arena.pairing import embargo_id, tables_of
 
     doc["closing"] = False
     ids = set()

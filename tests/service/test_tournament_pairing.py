@@ -8,7 +8,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from service.arena.tournaments import swiss_pairs
+from service.arena.pairing import swiss_pairs
 from tests.service.test_tournaments import create, play_turns, register, run_to_end
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from service.arena.tournaments import round_robin_rounds, swiss_pairs
+from service.arena.pairing import round_robin_rounds, swiss_pairs
 from service.engine import apply, parse_action
 from service.http.app import create_app
 from tests.conftest import REDIS_URL
