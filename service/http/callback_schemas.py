@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from service.arena.callbacks import MAX_URL, OUTCOMES, VERIFICATION, VERIFY_SCHEDULE_S
+from service.arena.callback_calls import MAX_URL
+from service.arena.callback_keys import VERIFY_SCHEDULE_S
+from service.arena.callbacks import OUTCOMES, VERIFICATION
 from service.http.schemas import (
     ID_PATTERN,
     ActionIn,
@@ -22,7 +24,7 @@ from service.http.schemas import (
 EVENTS = ["turn", "start", "end", "invitation"]  # what a CallbackRequest is
 DELIVERY_EVENTS = [*EVENTS, "verify"]  # what a delivery record may be of
 # the shape only (scheme, a host name or address, a port, a path and query); what may be
-# called is decided on the address (``service.arena.callbacks.check_url``)
+# called is decided on the address (``service.arena.callback_calls.check_url``)
 URL_RE = r"^https?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?([/?][^\s#]*)?$"
 EVENT_DOC = ("turn: it is your move, answer with an action; start: a game you sit in has "
              "begun; end: it is over (the view shows every card); invitation: another "

@@ -75,7 +75,7 @@ def post_worker_init(worker: object) -> None:
         gc.freeze()
 
     if os.environ.get("ARENA_CALLBACKS", "1") != "0":
-        from service.arena.callbacks import start_dispatcher
+        from service.arena.callback_dispatcher import start_dispatcher
 
         # webhook bots are called from every worker too (ARENA_CALLBACKS=0: not this one)
         start_dispatcher(worker.wsgi)  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ from ipaddress import ip_address
 
 import pytest
 
-from service.arena.callbacks import Guard, is_public_address, make_pool, parse_networks, post
+from service.arena.callback_calls import Guard, is_public_address, make_pool, parse_networks, post
 
 REFUSED = [
     # IPv4-compatible ::/96 (``::7f00:1`` is ``::127.0.0.1``), a public IPv4 inside too

@@ -436,7 +436,7 @@ def test_a_suspended_entrant_is_withdrawn_from_a_live_tournament(key_prefix) -> 
 def test_a_webhook_bot_gets_an_invitation_event_and_no_turn_before_accepting(key_prefix):
     """The invitation reaches a webhook bot as an ``invitation`` event (its body fits the
     contract's webhook); no turn of the game is delivered before it accepts."""
-    from service.arena.callbacks import notify_key
+    from service.arena.callback_keys import notify_key
     from tests.service.test_webhooks import ALLOWED, scripted_server
 
     app = make_app(key_prefix, ARENA_CALLBACK_NETWORKS=f"{ALLOWED}/32")

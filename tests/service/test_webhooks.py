@@ -32,7 +32,7 @@ import requests
 from werkzeug.serving import make_server
 
 from clients.examples.webhook_bot import create_app as example_bot
-from service.arena.callbacks import sign
+from service.arena.callback_calls import sign
 from tests.conftest import REDIS_URL, missing
 from tests.contract import CONTRACT, ROOT
 from tests.service.conftest import gunicorn
@@ -691,7 +691,7 @@ def test_a_turn_delivered_twice_applies_at_most_one_action(key_prefix):
 def test_the_guard_judges_the_address_not_the_name():
     from ipaddress import ip_address
 
-    from service.arena.callbacks import Guard, parse_networks
+    from service.arena.callback_calls import Guard, parse_networks
 
     closed = Guard()
     for ip in ("127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.0.1", "169.254.169.254",
@@ -770,7 +770,7 @@ def test_only_calls_without_an_answer_are_retried_and_boundedly(service):
 def test_a_game_that_starts_by_a_join_or_ends_queues_notifications(key_prefix):
     """start when the last seat is taken (a join), end when the game is over: queued for
     every webhook bot seated there (no dispatcher runs here, so they stay queued)."""
-    from service.arena.callbacks import notify_key
+    from service.arena.callback_keys import notify_key
     from service.http.app import create_app
 
     app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
@@ -806,7 +806,7 @@ def test_a_game_that_starts_by_a_join_or_ends_queues_notifications(key_prefix):
 def test_tournament_and_ladder_games_queue_their_start_notifications(key_prefix):
     """Games started by a tournament's step or by the ladder's matchmaker (not by a join)
     queue ``start`` for their webhook bots too, once each."""
-    from service.arena.callbacks import notify_key
+    from service.arena.callback_keys import notify_key
     from service.http.app import create_app
 
     admin = "webhook-test-admin"
@@ -928,7 +928,7 @@ def test_a_url_that_fails_every_attempt_is_failed_until_asked_again(key_prefix):
     """In one process (no dispatcher: each attempt is made here, for real, over HTTP): the
     attempts of ``VERIFY_SCHEDULE_S``, then ``failed``; a failed URL's turns are not
     called; ``POST /bots/me/callback/verify`` starts again at once."""
-    from service.arena.callbacks import VERIFY_SCHEDULE_S, verify_key
+    from service.arena.callback_keys import VERIFY_SCHEDULE_S, verify_key
 
     app = _in_process(key_prefix)
     client = app.test_client()
