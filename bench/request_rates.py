@@ -115,7 +115,7 @@ def tournament_load(args: argparse.Namespace) -> dict[str, Any]:
 
 def bots_load(args: argparse.Namespace) -> dict[str, Any]:
     from clients.runner import BotRunner
-    from service.cli.tournament import EmbeddedService
+    from service.cli.embedded_service import EmbeddedService
 
     service = EmbeddedService("bench-admin", None, None)
     url = service.start()

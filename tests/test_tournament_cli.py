@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from service.cli.tournament import TournamentCliError, parse_bots
+from service.cli.tournament_setup import TournamentCliError, parse_bots
 from service.engine import Variants
 from service.storage.embedded import free_port
 from tests.test_serve import (  # serve: a fixture

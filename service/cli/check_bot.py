@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from service.cli.check_proxy import CheckProxy, Exchange, Rule
+from service.cli.embedded_service import EmbeddedService
 from service.cli.serve import _STOP_WAIT, gunicorn_command
-from service.cli.tournament import EmbeddedService
 from service.storage.embedded import log_tail, stop_process
 
 DOCS = "docs/bots.md"
