@@ -58,7 +58,8 @@ from service.engine import (
 )
 from service.engine.record import record_from_events
 from service.jsonio import dumps
-from service.storage.store import Game, Store, commit_time
+from service.storage.commits import commit_time
+from service.storage.store import Game, Store
 from service.storage.wakeups import (
     SKIP,
     GameMessage,

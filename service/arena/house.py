@@ -38,7 +38,8 @@ from typing import Any
 from service.arena.owners import HOUSE_OWNER, Owners
 from service.arena.problems import Problem
 from service.logs import use_json
-from service.storage.store import Store, token_hash
+from service.storage.bots import token_hash
+from service.storage.store import Store
 
 STRATEGIES = ("random", "heuristic", "search")
 ROLES = ("opponent", "partner")

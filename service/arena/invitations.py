@@ -51,7 +51,8 @@ from typing import Any, Protocol
 from service.arena.owners import HOUSE_OWNER, Owners
 from service.arena.problems import Problem
 from service.arena.status import FINISHED, WAITING, deadline_for, status_of
-from service.storage.store import Game, Store, commit_time
+from service.storage.commits import commit_time
+from service.storage.store import Game, Store
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,8 @@ from service.http.callback_schemas import CallbackAnswer
 from service.http.openapi.spec import spec_yaml
 from service.http.problems import register_error_handlers
 from service.storage import redis_client
-from service.storage.store import RETRY_GRACE_S, Retention, Store, pending_hit
+from service.storage.hits import pending_hit
+from service.storage.store import RETRY_GRACE_S, Retention, Store
 
 _KEPT = Retention()
 # What clients create and how long it is kept, seconds (0: for ever): the reasons are in

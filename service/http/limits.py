@@ -69,7 +69,8 @@ from flask import Flask, Response, current_app, request
 from service import metrics
 from service.addresses import network_of, unmapped
 from service.arena.problems import Problem
-from service.storage.store import PendingHit, Store, pending_hit
+from service.storage.hits import PendingHit, pending_hit
+from service.storage.store import Store
 
 # The defaults, sized from the project's own runner at full speed (see docs/operations.md's
 # configuration section and bench/request_rates.py).

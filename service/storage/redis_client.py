@@ -187,3 +187,8 @@ class NodePubSub:
         with contextlib.suppress(redis.RedisError):  # the cluster client finds the
             self.cluster.ping()                       # promoted replicas on its next command
         raise last or redis.ConnectionError("no cluster node answers")
+
+
+def is_cluster(client: Any) -> bool:
+    """Whether ``client`` is redis-py's cluster client."""
+    return isinstance(client, RedisCluster)

@@ -2,7 +2,9 @@
 access to it. The key names, and the invariants that hold between them on a single
 Redis and on a Redis/Valkey Cluster, are in ``service.storage.keys``; the Lua scripts in
 ``service.storage.scripts``; the game as read and the per-process game cache in
-``service.storage.cache``.
+``service.storage.cache``. ``Store`` is made of parts, one module each: bots and tokens
+(``service.storage.bots``), the commit of a change (``service.storage.commits``) and the
+upkeep: retention, repair, quotas, deadlines, rate limits (``service.storage.upkeep``).
 
 Per game, one hash (``Keys.game``):
 
@@ -23,17 +25,6 @@ which drops an entry whose version is no longer current (its timeout is void).
 Events are not stored: a game is (players, seed, variants, log), so events are recomputed
 by replaying, which keeps a game to a few hundred bytes.
 
-Retry memory (``Idempotency-Key``), one hash per game, ``Keys.retry``: field = bot id,
-value = that bot's latest keyed action in the game, ``{len}:{key}|{body hash}|{ply}|
-{seat}|{deadline}|{updated}|{version}`` (``retry_tag``, ``retry_record``). A key's scope is
-(bot, game): the same key in another game is another request; in the same game with
-another body (or version, or If-Match), 422. The commit script reads and writes it with
-the game (same slot: the game's hash tag), so a retry and its twin never both apply. A
-bot's next keyed action replaces its record: at most one record per bot and game. No
-expiry while the game is live; the commit that finishes the game gives it
-``ARENA_RETRY_GRACE`` seconds (default 600); after that a retry of the game's last move is
-answered from the game itself (``Arena._last_move_answer``).
-
 One channel per game, ``Keys.channel``, carries ``{version}:{seat in turn}:{bot}`` (the
 seat empty when nobody is to act; the bot when the game has just become that bot's turn),
 followed, when the change wrote a new state and left the meta as it was, by
@@ -43,12 +34,6 @@ the meta and the log, so a waiter that knows the meta answers without reading
 process hears every game through one pattern subscription; in a cluster it is a sharded
 channel (SPUBLISH by the game's shard) that a process subscribes to while it has waiters
 (``service.storage.wakeups.ShardedWakeups``).
-
-Every change to a game goes through one commit script: it checks the version the caller
-read is still current, then writes, bumps the version, records the retry and publishes —
-all or nothing, so concurrent writers never both apply. On a single Redis the same script
-also moves every index; in a cluster the store moves them in steps around it
-(``service.storage.keys``).
 """
 
 from __future__ import annotations
@@ -58,21 +43,21 @@ import hashlib
 import os
 import secrets
 import time
-from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import redis
-from redis.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import AskError, ClusterDownError, RedisClusterException, TryAgainError
 
 from service import jsonio
-from service.addresses import network_of
 from service.engine import State
+from service.storage.bots import BotRecords
 from service.storage.cache import GAME_CACHE_MAX, Game, GameCache
+from service.storage.commits import Commits, _score, _stamp, commit_time, retry_record
+from service.storage.hits import pending_hit
 from service.storage.keys import STATUS_ORDER, Keys
+from service.storage.redis_client import is_cluster
 from service.storage.scripts import (
     AUTH,
     CLAIM,
@@ -89,9 +74,9 @@ from service.storage.scripts import (
     TURNS,
     UNCOUNT,
 )
+from service.storage.upkeep import Upkeep
 
-__all__ = ["GAME_CACHE_MAX", "Game", "GameCache", "PendingHit", "Retention", "Store",
-           "pending_hit"]
+__all__ = ["GAME_CACHE_MAX", "Game", "GameCache", "Retention", "Store"]
 
 # The exit status of a process stopped at its ``ARENA_FAILPOINT``.
 FAILPOINT_EXIT = 86
@@ -131,28 +116,7 @@ class Retention:
     idle_s: int = 7 * DAY_S
 
 
-@dataclass
-class PendingHit:
-    """A rate-limit hit the request has not counted yet: the app sets one (``pending_hit``)
-    for requests that read a game first, and the first game read counts it in the same
-    round trip (``READ``), then calls ``check(count, ttl_ms)``, which may raise."""
-
-    who: str
-    window_s: int
-    check: Callable[[int, int], None]
-    limit: int = 0  # the count above which ``check`` raises (0: unknown; COMMIT never refuses)
-
-
-pending_hit: ContextVar[PendingHit | None] = ContextVar("pending_hit", default=None)
-TOKEN_CACHE_MAX = 10_000
-
-
-def token_hash(token: str) -> str:
-    """Tokens are stored only as this hash: a leaked database holds no usable token."""
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
-class Store:
+class Store(BotRecords, Commits, Upkeep):
     """Thin typed access to the keys of ``service.storage.keys``; no game rules here.
 
     ``cluster``: the cluster layout (hash tags, one-slot scripts, the indexes moved in
@@ -278,201 +242,6 @@ class Store:
     def tours_prefix(self) -> str:
         """The prefix of the tournaments' keys (``Keys.tours_prefix``)."""
         return self.keys.tours_prefix
-
-    # --- bots ----------------------------------------------------------------------------
-
-    def create_bot(self, name: str, person: bool = False, permanent: bool = False
-                   ) -> tuple[dict[str, Any], str]:
-        """A new bot and its token; the token is returned here once and never stored.
-        ``person``: the account is a person's (``is_person``). In a cluster the bot is
-        written before its token (two slots): a crash between leaves an account nobody
-        can use, never a token without its bot.
-
-        Both keys expire (``Retention.bot_unused_s``, a person's ``person_s``) unless the
-        bot plays (``bots_played``) or is ``permanent`` (the house's accounts). The bot
-        keeps its token's hash (``token``) so that its token key can be kept with it."""
-        bot_id = secrets.token_hex(6)
-        token = secrets.token_urlsafe(32)
-        digest = token_hash(token)
-        created = int(time.time())
-        fields_: dict[str, Any] = {"name": name, "created": created, "token": digest}
-        if person:
-            fields_["person"] = 1
-        ttl = 0 if permanent else (self.retention.person_s if person
-                                   else self.retention.bot_unused_s)
-        bot_key, token_key = self.keys.bot(bot_id), self.keys.token(digest)
-        pipe = self.r.pipeline(transaction=not self.cluster)
-        pipe.hset(bot_key, mapping=fields_)
-        if ttl:
-            pipe.expire(bot_key, ttl)
-        if self.cluster:
-            pipe.execute()
-            pipe = self.r.pipeline(transaction=False)
-        pipe.set(token_key, bot_id, ex=ttl or None)
-        pipe.execute()
-        return {"id": bot_id, "name": name, "created": created}, token
-
-    def bots_played(self, bot_ids: list[str | None]) -> None:
-        """``bot_ids`` have been seated in a game that started (or entered a tournament or
-        a ladder): a program's account, its token and its owner's record are kept from
-        now on (PERSIST: its games and ratings name it); a person's account is given
-        ``person_s`` again from now. Two round trips, once per bot and process (a person's:
-        at every game)."""
-        ids = sorted({b for b in bot_ids if b} - self._kept)
-        if not ids:
-            return
-        pipe = self.r.pipeline(transaction=False)
-        for b in ids:
-            pipe.hmget(self.keys.bot(b), "token", "owner", "person", "name")
-        rows = pipe.execute()
-        pipe = self.r.pipeline(transaction=False)
-        kept = []
-        for b, (digest, owner, person, name) in zip(ids, rows):
-            if name is None:
-                continue  # gone (or never was): nothing to keep
-            keys = [self.keys.bot(b)]
-            if digest:
-                keys.append(self.keys.token(digest.decode()))
-            if person:  # with its sets of games (a set of a live game's turn, too)
-                keys += [self.keys.bot_turns(b), self.keys.bot_games(b)]
-                if self.retention.person_s:
-                    for k in keys:
-                        pipe.expire(k, self.retention.person_s)
-                continue
-            keys.append(self.keys.owner(owner.decode() if owner else b))
-            for k in keys:
-                pipe.persist(k)
-            kept.append(b)
-        pipe.execute()
-        if len(self._kept) >= TOKEN_CACHE_MAX:
-            self._kept.clear()
-        self._kept.update(kept)
-
-    def persons(self, bot_ids: list[str | None]) -> set[str]:
-        """Which of ``bot_ids`` are persons' accounts (one round trip)."""
-        ids = sorted({b for b in bot_ids if b})
-        if not ids:
-            return set()
-        pipe = self.r.pipeline(transaction=False)
-        for b in ids:
-            pipe.hexists(self.keys.bot(b), "person")
-        return {b for b, p in zip(ids, pipe.execute()) if p}
-
-    def get_bot(self, bot_id: str) -> dict[str, Any] | None:
-        raw = self.r.hgetall(self.keys.bot(bot_id))
-        if not raw:
-            return None
-        return {"id": bot_id, "name": raw[b"name"].decode(), "created": int(raw[b"created"])}
-
-    def is_person(self, bot_id: str) -> bool:
-        """Whether the account was registered for a person (``POST /bots`` with
-        ``person``), not a program."""
-        return bool(self.r.hexists(self.keys.bot(bot_id), "person"))
-
-    def bot_names(self, bot_ids: list[str]) -> dict[str, str]:
-        ids = sorted({b for b in bot_ids if b})
-        if not ids:
-            return {}
-        pipe = self.r.pipeline(transaction=False)
-        for b in ids:
-            pipe.hget(self.keys.bot(b), "name")
-        return {b: (n.decode() if n else "") for b, n in zip(ids, pipe.execute())}
-
-    def bot_for_token(self, token: str) -> str | None:
-        bot_id = self._tokens.get(token)
-        if bot_id is not None:
-            return bot_id
-        raw = self.r.get(self.keys.token(token_hash(token)))
-        if not raw:
-            return None
-        if len(self._tokens) >= TOKEN_CACHE_MAX:
-            self._tokens.clear()
-        bot_id = self._tokens[token] = raw.decode()
-        return bot_id
-
-    def guarded_bot_for_token(self, token: str, counters: list[str], window_s: int
-                              ) -> tuple[str | None, list[tuple[int, int]]]:
-        """``bot_for_token``, counting a failure against each of ``counters`` (a client
-        address's and its network's; none: nothing counted): (bot id, []) for a known
-        token, else (None, [(failures, ms left), ...] as incremented by this failure).
-        The token is always looked up first, so a valid one never waits on anyone's
-        count. One round trip (``AUTH``) on a single Redis, none for a cached token; in a
-        cluster the token and each counter are slots of their own (one call each)."""
-        bot_id = self._tokens.get(token)
-        if bot_id is not None:
-            return bot_id, []
-        token_key = self.keys.token(token_hash(token))
-        keys = [self.failure_key(c, window_s) for c in counters]
-        if self.cluster:  # the token is a slot of its own; the counters share one
-            raw = self.r.get(token_key)
-            out: list[Any] = [1, raw] if raw else [0, *self._count_together(keys, window_s)]
-        else:
-            out = self._auth(keys=[token_key, *keys], args=[window_s])
-        if int(out[0]) != 1:
-            return None, _pairs(out[1:])
-        if len(self._tokens) >= TOKEN_CACHE_MAX:
-            self._tokens.clear()
-        bot_id = self._tokens[token] = out[1].decode()
-        return bot_id, []
-
-    def failure_key(self, who: str, window_s: int) -> str:
-        """A failure counter: named by its window's length, not by a window number, and
-        expiring ``window_s`` after its first failure (a sliding start, so no boundary
-        hands a guesser a fresh count mid-run)."""
-        if self.cluster:
-            # an address's counter and its network's share a hash tag (the network), so
-            # one script counts both at once in a cluster too: incremented one at a time,
-            # two racing attempts could each pass one limit and fail the other, and fewer
-            # than the limit be compared (issue 22: "exactly N compared")
-            kind, _, subject = who.partition(":")
-            net = subject if kind.endswith("net") else network_of(subject)
-            return self.keys.rate(f"{self.keys.tag(net)}:{who}", window_s)
-        return self.keys.rate(who, window_s)
-
-    def _count_together(self, keys: list[str], window_s: int) -> list[Any]:
-        """``COUNT`` on counters of one client (one slot: ``failure_key``)."""
-        return list(self._count(keys=keys, args=[window_s])) if keys else []
-
-    def count_failures(self, counters: list[str], window_s: int) -> list[tuple[int, int]]:
-        """Count one failure (or one attempt about to be compared) against each counter,
-        atomically: [(count including this one, ms left), ...] (``COUNT``)."""
-        keys = [self.failure_key(c, window_s) for c in counters]
-        if not keys:
-            return []
-        return _pairs(self._count_together(keys, window_s))
-
-    def uncount_failures(self, counters: list[str], window_s: int) -> None:
-        """Give back what ``count_failures`` counted for an attempt that was right."""
-        keys = [self.failure_key(c, window_s) for c in counters]
-        if keys:  # one slot in a cluster too (``failure_key``)
-            self._uncount(keys=keys)
-
-    def bot_turns(self, bot_id: str, live: list[str] | None = None) -> list[str]:
-        """Games where it is ``bot_id``'s turn. In a cluster: the bot's live games whose
-        ``turn`` is the bot (read-repair: finished or missing games leave its set), and
-        ``live`` (if given) gets the ids of those live games."""
-        if not self.cluster:  # without games that expired in the bot's turn (``TURNS``)
-            head, _, tail = self.game_key("\0").partition("\0")
-            return sorted(m.decode() for m in self._turns(keys=[self.keys.bot_turns(bot_id)],
-                                                           args=[head, tail]))
-        key = self.keys.bot_games(bot_id)
-        ids = sorted(m.decode() for m in self.r.smembers(key))
-        if live is not None:
-            live.extend(ids)
-        if not ids:
-            return []
-        pipe = self.r.pipeline(transaction=False)
-        for gid in ids:
-            pipe.hmget(self.keys.game(gid), "turn", "status")
-        out, gone = [], []
-        for gid, (turn, status) in zip(ids, pipe.execute()):
-            if status is None or status == b"finished":
-                gone.append(gid)
-            elif turn is not None and turn.decode() == bot_id:
-                out.append(gid)
-        if gone:
-            self.r.srem(key, *gone)
-        return out
 
     # --- games ---------------------------------------------------------------------------
 
@@ -643,187 +412,6 @@ class Store:
         raw = self.r.hget(self.game_key(game_id), "version")
         return int(raw) if raw is not None else None
 
-    def commit(
-        self,
-        game: Game,
-        *,
-        state: State | None = None,
-        meta: dict[str, Any] | None = None,
-        action: int | None = None,
-        status: str,
-        idem_key: str = "",
-        idem_value: str = "",
-        idem_bot: str = "",
-        old_turn_bot: str | None = None,
-        new_turn_bot: str | None = None,
-        deadline: float | None = None,
-        turn_seat: int | None = None,
-        cache_generation: int | None = None,
-        updated: float | None = None,
-    ) -> tuple[int, Any]:
-        """Compare-and-set on ``game.version``; see ``COMMIT`` for the result codes.
-        ``deadline``: when the next decision is due (None: no limit, or nobody to act).
-        ``turn_seat``: the seat to act after the change, published with the version so
-        a waiter whose seat it is not can skip re-reading (None: waiters re-read).
-        A rate-limit hit still pending (``pending_hit``, with its limit) is counted by
-        the script, which refuses the change when it is over the limit (``check``
-        raises). ``cache_generation``: keep the committed game in ``games`` under that
-        listener generation (None: don't). ``updated``: the commit's time, unix seconds
-        (default: now), kept with the version and published with its state.
-        ``idem_key``: the request's ``Idempotency-Key`` ('' none) of the bot ``idem_bot``;
-        ``idem_value`` the record to keep for it if the change applies (code 2 returns
-        the record kept for the same key instead, its tag removed).
-        In a cluster the indexes are moved in steps around the script (see
-        ``service.storage.keys``): what the new version needs before, what the old one
-        needed after."""
-        if updated is None:
-            updated = commit_time()
-        hit = pending_hit.get()
-        window = limit = 0
-        rate_key = ""
-        if hit is not None and hit.limit:  # the request's rate-limit hit, counted here
-            pending_hit.set(None)
-            window, limit = hit.window_s, hit.limit
-            rate_key = self.keys.rate(hit.who, int(time.time()) // window)
-        else:
-            hit = None
-        timed = bool(deadline is not None or game.deadline is not None
-                     or game.meta.get("move_limit")
-                     or (meta is not None and meta.get("move_limit")))
-        if self.cluster:
-            if hit is not None:
-                n, ttl = self._run(self._rate, [rate_key], [window])
-                if int(n) > limit:
-                    hit.check(int(n), int(ttl))  # raises
-            keys = [self.game_key(game.id), self.retry_key(game.id), self.game_channel(game.id)]
-            self._ahead(game, status, meta, deadline)
-        else:
-            keys = [
-                self.game_key(game.id),
-                self.retry_key(game.id),
-                f"{self.p}games:",
-                f"{self.p}bot:",
-                self.game_channel(game.id),
-                self.deadlines_key,
-                rate_key,
-            ]
-        state_json = jsonio.dumps(state.to_dict()) if state is not None else ""
-        args = [
-            str(game.version),
-            state_json,
-            jsonio.dumps(meta) if meta is not None else "",
-            chr(48 + action) if action is not None else "",
-            status,
-            idem_value if idem_key else "",
-            self.idem_grace_s,
-            old_turn_bot or "",
-            new_turn_bot or "",
-            game.id,
-            _score(deadline) if deadline is not None else "",
-            str(turn_seat) if turn_seat is not None else "",
-            window,
-            limit,
-            "1" if timed else "",
-            _stamp(updated),
-            idem_bot,
-            retry_tag(idem_key) if idem_key else "",
-        ]
-        args.append(self.publish if self.cluster else "")
-        args.append(self.game_ttl(meta if meta is not None else game.meta, status))
-        acked = 1
-        if self.wait_ms:
-            out, acked = self._commit_and_wait(keys, args)
-        else:
-            out = self._run(self._commit, keys, args)
-        code, value = int(out[0]), out[1]
-        if code == 1 and self.cluster:
-            self._fail("commit", status if status != game.status else "")
-            self._after(game, status, timed, meta)
-        if code == 1 and acked < 1:
-            raise redis.TimeoutError(f"no replica acknowledged the commit within "
-                                     f"{self.wait_ms} ms (ARENA_DURABILITY=replica)")
-        if code == 2:
-            value = retry_record(value, idem_key)
-        if code == 3:
-            assert hit is not None
-            hit.check(int(out[1]), int(out[2]))  # raises
-        if code == 1 and cache_generation is not None:
-            self.games.put(Game(game.id, int(value), status,
-                                meta if meta is not None else game.meta,
-                                state_json or game.state_json, None,  # type: ignore[arg-type]
-                                deadline, updated, state if state is not None else game._state,
-                                seq=game.seq),
-                           cache_generation)
-        return code, value
-
-    def _commit_and_wait(self, keys: list[str], args: list[Any]) -> tuple[Any, int]:
-        """The commit script and ``WAIT 1 ms`` on one connection (WAIT counts the replicas
-        that have this connection's writes): (the script's answer, replicas that have it)."""
-        client = (self.r.get_node_from_key(keys[0]).redis_connection if is_cluster(self.r)
-                  else self.r)
-        pipe = client.pipeline(transaction=False)
-        self._commit(keys=keys, args=args, client=pipe)
-        pipe.execute_command("WAIT", 1, self.wait_ms)
-        try:
-            out, acked = pipe.execute()
-        except (redis.ConnectionError, redis.TimeoutError):
-            if is_cluster(self.r):
-                self._refresh()
-            raise
-        except (AskError, TryAgainError, ClusterDownError):  # nothing ran: ask the
-            out = self._commit(keys=keys, args=args)          # cluster client, no WAIT
-            return out, 0
-        return out, int(acked)
-
-    def _ahead(self, game: Game, status: str, meta: dict[str, Any] | None,
-               deadline: float | None) -> None:
-        """Cluster mode, before the commit: what the new version needs in the indexes
-        (its status index, its deadline entry, a joining bot's set of games)."""
-        pipe: Any = None
-        if status != game.status and game.seq is not None:
-            pipe = self.r.pipeline(transaction=False)
-            pipe.zadd(self.keys.index(status), {game.id: game.seq}, nx=True)
-        if deadline is not None:
-            pipe = pipe or self.r.pipeline(transaction=False)
-            pipe.zadd(self.keys.deadlines, {f"{game.id}:{game.version + 1}": deadline})
-        if meta is not None and status != "finished":
-            joined = {b for b in meta.get("seats", []) if b} - {b for b in game.seats if b}
-            for bot in joined:
-                pipe = pipe or self.r.pipeline(transaction=False)
-                pipe.sadd(self.keys.bot_games(bot), game.id)
-        if pipe is not None:
-            pipe.execute()
-
-    def _tell_bots(self, bots: set[str]) -> None:
-        """Sharded channels: wake ``bots``' waiters for a turn in any game (they joined a
-        game they do not follow yet). Best effort: a waiter re-checks on its own too."""
-        if self.publish != "SPUBLISH" or not bots:
-            return
-        try:
-            for bot in bots:
-                self.r.spublish(self.bot_turn_channel(bot), "joined")
-        except redis.RedisError:
-            pass
-
-    def _after(self, game: Game, status: str, timed: bool,
-               meta: dict[str, Any] | None = None) -> None:
-        """Cluster mode, after the commit: what only the old version needed."""
-        if meta is not None and status != "finished":
-            self._tell_bots({b for b in meta.get("seats", []) if b}
-                            - {b for b in game.seats if b})
-        pipe: Any = None
-        if status != game.status:
-            pipe = self.r.pipeline(transaction=False)
-            pipe.zrem(self.keys.index(game.status), game.id)
-            if status == "finished":
-                for bot in {b for b in game.seats if b}:
-                    pipe.srem(self.keys.bot_games(bot), game.id)
-        if timed and game.deadline is not None:
-            pipe = pipe or self.r.pipeline(transaction=False)
-            pipe.zrem(self.keys.deadlines, f"{game.id}:{game.version}")
-        if pipe is not None:
-            pipe.execute()
-
     def list_games(
         self, status: str | None, limit: int, cursor: int | None
     ) -> tuple[list[Game], int | None]:
@@ -852,201 +440,3 @@ class Store:
             self.r.zrem(index, *stale)
         next_cursor = int(rows[-1][1]) if more and rows else None
         return games, next_cursor
-
-    def reconcile(self, game_ids: list[str] | None = None) -> int:
-        """Cluster mode: make every index agree with the per-game truth for ``game_ids``
-        (default: every game in the waiting and active indexes, which hold every live
-        game: they are supersets). Only what can never become true again is removed (a
-        game's older statuses, its older versions' deadlines, a finished game from its
-        bots' sets), so it is safe while other processes commit. Returns the number of
-        games looked at. A no-op on the single-Redis layout (its indexes are exact)."""
-        if not self.cluster:
-            return 0
-        if game_ids is None:
-            found: set[str] = set()
-            for status in ("waiting", "active"):
-                found.update(m.decode() for m in self.r.zrange(self.keys.index(status), 0, -1))
-            game_ids = sorted(found)
-        pipe = self.r.pipeline(transaction=False)
-        for gid in game_ids:
-            pipe.hmget(self.game_key(gid), "status", "seq", "version", "deadline", "meta")
-        rows = pipe.execute()
-        entries = [m.decode() for m in self.r.zrange(self.keys.deadlines, 0, -1)]
-        by_game: dict[str, list[tuple[str, int]]] = {}
-        for m in entries:
-            gid, _, version = m.partition(":")
-            by_game.setdefault(gid, []).append((m, int(version)))
-        fix = self.r.pipeline(transaction=False)
-        for gid, (status, seq, version, deadline, meta) in zip(game_ids, rows):
-            if status is None:
-                continue
-            st, v = status.decode(), int(version)
-            fix.zadd(self.keys.index("all"), {gid: int(seq)}, nx=True)
-            fix.zadd(self.keys.index(st), {gid: int(seq)}, nx=True)
-            for other, order in STATUS_ORDER.items():
-                if order < STATUS_ORDER.get(st, 0):
-                    fix.zrem(self.keys.index(other), gid)
-            for m, ver in by_game.get(gid, []):
-                if ver < v or st == "finished":
-                    fix.zrem(self.keys.deadlines, m)
-            if st == "active" and deadline is not None:
-                fix.zadd(self.keys.deadlines, {f"{gid}:{v}": float(deadline)}, nx=True)
-            for bot in {b for b in jsonio.loads(meta).get("seats", []) if b}:
-                if st == "finished":
-                    fix.srem(self.keys.bot_games(bot), gid)
-                else:
-                    fix.sadd(self.keys.bot_games(bot), gid)
-        fix.execute()
-        return len(game_ids)
-
-    # --- retention -----------------------------------------------------------------------
-
-    def game_ttl(self, meta: dict[str, Any], status: str) -> int:
-        """Seconds a game with ``meta`` in ``status`` is kept from now (0: for ever). A
-        tournament's or a ladder's game is kept for ever: standings and ratings rest on
-        it. A casual game: ``Retention`` by status (``person`` in its meta: a person's
-        account sat in it). Set by the script that creates or commits the game."""
-        if meta.get("tournament") or meta.get("ladder"):
-            return 0
-        r = self.retention
-        if status == "finished":
-            return r.person_game_s if meta.get("person") else r.game_s
-        return r.waiting_s if status == "waiting" else r.idle_s
-
-    def forget_expired(self, after: int = 0, batch: int = 1000,
-                       suspects: set[str] | None = None) -> tuple[int, int]:
-        """The retention pass: remove from the game indexes (``games:all`` and every
-        status's) the games whose keys have expired, looking at ``batch`` entries of
-        ``games:all`` above creation sequence ``after``: (the sequence to go on from,
-        0 when the index has been gone through; entries removed). Deadline entries and
-        the bots' turn sets of an expired game heal where they are read (the sweeper
-        drops a deadline whose game is gone; ``bot_turns``). In a cluster an index entry
-        is written before its game (``service.storage.keys``), so a missing game is only
-        a suspect the first time it is seen (kept in ``suspects``, the caller's), and is
-        removed when it is still missing the next time."""
-        rows = self.r.zrangebyscore(self.keys.index("all"), f"({after}", "+inf", start=0,
-                                    num=batch, withscores=True)
-        if not rows:
-            return 0, 0
-        pipe = self.r.pipeline(transaction=False)
-        for gid, _ in rows:
-            pipe.exists(self.game_key(gid.decode()))
-        missing = [gid.decode() for (gid, _), there in zip(rows, pipe.execute()) if not there]
-        gone = missing
-        if self.cluster and suspects is not None:
-            gone = [g for g in missing if g in suspects]
-            suspects.difference_update(gone)
-            if len(suspects) > 100_000:
-                suspects.clear()
-            suspects.update(g for g in missing if g not in gone)
-        elif self.cluster:
-            gone = []
-        if gone:
-            pipe = self.r.pipeline(transaction=False)
-            for status in ("all", *STATUS_ORDER):
-                pipe.zrem(self.keys.index(status), *gone)
-            pipe.execute()
-        return (int(rows[-1][1]) if len(rows) == batch else 0), len(gone)
-
-    # --- creation quotas -----------------------------------------------------------------
-
-    def take_quota(self, who: str, limit: int, window_s: int) -> tuple[str, int]:
-        """Count one creation against ``who``'s quota of ``limit`` per fixed window of
-        ``window_s`` seconds, if it is below it (``QUOTA``): (the counter's key, to give
-        it back, and 0), or ('', ms until the window ends) when refused."""
-        key = self.keys.quota(who, int(time.time()) // window_s)
-        taken, value = self._run(self._quota, [key], [limit, window_s])
-        return (key, 0) if int(taken) else ("", max(1, int(value)))
-
-    def give_back_quota(self, key: str) -> None:
-        """Undo a ``take_quota`` (another quota refused the creation). DECR only if the
-        counter is still there, so an expired window is not brought back without expiry."""
-        self._run(self._give_back, [key], [])
-
-    # --- deadlines -----------------------------------------------------------------------
-
-    def claim_due(self, now: float, lease_s: float, limit: int = 100) -> list[tuple[str, int]]:
-        """Due deadline entries as (game id, version), leased to this caller (``CLAIM``)."""
-        raw = self._claim(keys=[self.deadlines_key],
-                          args=[_score(now), _score(now + lease_s), limit])
-        out = []
-        for m in raw:
-            gid, _, version = m.decode().partition(":")
-            out.append((gid, int(version)))
-        return out
-
-    def drop_deadline(self, game_id: str, version: int) -> bool:
-        """Forget an entry whose version is no longer current (its timeout is void); False
-        if it is still the game's live deadline, which is then put back at the version's
-        true deadline instead of forgotten. In a cluster an entry can be due before its
-        game's deadline (two writers of one version each added theirs before the loser's
-        compare-and-set failed); on either kind of Redis, forgetting the entry of a live
-        deadline would leave the seat's clock with nobody to enforce it, so the entry is
-        dropped only once the game has moved on."""
-        member = f"{game_id}:{version}"
-        current, deadline, status = self.r.hmget(self.game_key(game_id), "version",
-                                                 "deadline", "status")
-        if (current is not None and int(current) == version and deadline is not None
-                and status == b"active"):
-            self.r.zadd(self.deadlines_key, {member: float(deadline)})
-            return False
-        self.r.zrem(self.deadlines_key, member)
-        return True
-
-    # --- rate limits ---------------------------------------------------------------------
-
-    def hit(self, who: str, window_s: int) -> tuple[int, int]:
-        """Count one request for ``who`` in the current fixed window: (count, ms left)."""
-        slot = int(time.time()) // window_s
-        n, ttl = self._run(self._rate, [self.keys.rate(who, slot)], [window_s])
-        return int(n), int(ttl)
-
-    def peek(self, who: str, window_s: int) -> tuple[int, int]:
-        """``who``'s count in the current window without counting: (count, ms left)."""
-        key = self.keys.rate(who, int(time.time()) // window_s)
-        pipe = self.r.pipeline(transaction=False)
-        pipe.get(key)
-        pipe.pttl(key)
-        n, ttl = pipe.execute()
-        return int(n or 0), max(1, int(ttl))
-
-
-def _pairs(flat: list[Any]) -> list[tuple[int, int]]:
-    """``[n1, ttl1, n2, ttl2, ...]`` → ``[(n1, ttl1), ...]`` (a ttl of at least 1 ms)."""
-    return [(int(flat[i]), max(1, int(flat[i + 1]))) for i in range(0, len(flat) - 1, 2)]
-
-
-def is_cluster(client: Any) -> bool:
-    """Whether ``client`` is redis-py's cluster client."""
-    return isinstance(client, RedisCluster)
-
-
-def retry_tag(key: str) -> str:
-    """What a retry record starts with for ``key``: its length makes the match exact
-    whatever characters the key holds (``a|b`` is not ``a`` followed by a field)."""
-    return f"{len(key)}:{key}|"
-
-
-def retry_record(raw: bytes, key: str) -> str | None:
-    """A stored record for ``key`` without its tag (``{body hash}|{ply}|{seat}|{deadline}|
-    {updated}|{version}``), or None if the record is another key's."""
-    record = raw.decode()
-    tag = retry_tag(key)
-    return record[len(tag):] if record.startswith(tag) else None
-
-
-def _score(t: float) -> str:
-    """A deadline as Redis stores it: unix seconds with millisecond precision."""
-    return f"{t:.3f}"
-
-
-def commit_time() -> float:
-    """Now, as a commit time: unix seconds rounded to the microsecond, so the value in
-    the first answer is the one read back from Redis or a retry's record."""
-    return round(time.time(), 6)
-
-
-def _stamp(t: float) -> str:
-    """A commit time as Redis stores it: unix seconds with microsecond precision (a
-    wake-up is timed from it, and takes milliseconds)."""
-    return f"{t:.6f}"

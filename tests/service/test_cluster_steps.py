@@ -192,7 +192,7 @@ def test_the_single_layout_needs_no_steps(key_prefix) -> None:
     """On a single Redis the default layout commits every index in the script: a
     failpoint between steps never fires, and the reconciler has nothing to do."""
     client = connect(REDIS_URL)
-    from service.storage.store import is_cluster
+    from service.storage.redis_client import is_cluster
 
     if is_cluster(client):
         pytest.skip("the test Redis is a cluster: the single layout is not used there")
