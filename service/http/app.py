@@ -38,7 +38,7 @@ from service.http import (
     security_headers,
 )
 from service.http.callback_schemas import CallbackAnswer
-from service.http.openapi.spec import spec_yaml
+from service.http.openapi_spec import spec_yaml
 from service.http.problems import register_error_handlers
 from service.storage import redis_client
 from service.storage.hits import pending_hit

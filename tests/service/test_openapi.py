@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from service.http.openapi.spec import spec_yaml
+from service.http.openapi_spec import spec_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 

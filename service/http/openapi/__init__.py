@@ -1,2 +1,2 @@
-"""The OpenAPI contract: ``spec`` builds it from the routes and schemas; ``python -m
-service.http.openapi`` (``__main__``) prints it, from an app it builds."""
+"""``python -m service.http.openapi`` (``__main__``): print the contract that
+``service.http.openapi_spec`` builds."""

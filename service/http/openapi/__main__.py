@@ -1,13 +1,13 @@
-"""``python -m service.http.openapi``: print the spec. Apart from ``spec`` because it builds
-the app (``create_app``), and the app serves the spec: so the app imports ``spec``, and only
-this entry point imports the app."""
+"""``python -m service.http.openapi``: print the spec. Apart from ``service.http.openapi_spec``
+because it builds the app (``create_app``), and the app serves the spec: so the app imports
+the spec's module, and only this entry point imports the app."""
 
 from __future__ import annotations
 
 import sys
 
 from service.http.app import create_app
-from service.http.openapi.spec import spec_yaml
+from service.http.openapi_spec import spec_yaml
 
 
 def main() -> int:
