@@ -63,8 +63,8 @@ class CallbackEvents:
 
     def run_claimed(self, claim: Claim, cfg: dict[str, Any]) -> dict[str, Any] | None:
         """Deliver a claimed turn; then the claim becomes a ``done`` marker (no second call
-        for this version, see the module docstring). An unexpected error leaves the claim
-        to expire, so any process calls again after the lease."""
+        for this version, see ``service.arena.callback_dispatcher``). An unexpected error
+        leaves the claim to expire, so any process calls again after the lease."""
         try:
             record = self.deliver_turn(claim.bot_id, cfg, claim.game, claim.budget)
         except Exception:

@@ -23,10 +23,10 @@ from typing import NamedTuple
 
 from service.storage.store import Game
 
-# Verification of a callback URL (see the module docstring): the delay before each attempt,
-# counted from the registration (or the request to verify again) and then from the attempt
-# before. The first waits a second so the bot can keep the secret the registration
-# answered before a request signed with it arrives; then 4, 15 and 60 s (a server being
+# Verification of a callback URL (``service.arena.callbacks``, "Verified first"): the delay
+# before each attempt, counted from the registration (or the request to verify again) and
+# then from the attempt before. The first waits a second so the bot can keep the secret the
+# registration answered before a request signed with it arrives; then 4, 15 and 60 s (a server being
 # deployed, a restart), about 80 s in all, after which the URL is ``failed`` until the bot
 # asks again (``POST /bots/me/callback/verify``).
 VERIFY_SCHEDULE_S = (1.0, 4.0, 15.0, 60.0)

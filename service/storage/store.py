@@ -220,7 +220,7 @@ class Store(BotRecords, Commits, Upkeep):
         return self.keys.game(game_id)
 
     def retry_key(self, game_id: str) -> str:
-        """The game's retry memory (see the module docstring)."""
+        """The game's retry memory (see ``service.storage.commits``)."""
         return self.keys.retry(game_id)
 
     def game_channel(self, game_id: str) -> str:
