@@ -165,7 +165,7 @@ from service.arena.status import ACTIVE, FINISHED, deadline_for, embargo_key, st
 from service.engine import Variants, build_record, new_game, team_of
 from service.engine.game import MAX_SEED
 from service.http.problems import Problem
-from service.http.schemas import MAX_TOURNAMENT_GAMES, size_errors
+from service.http.schemas.tournaments import MAX_TOURNAMENT_GAMES, size_errors
 from service.storage.store import Game
 
 log = logging.getLogger(__name__)

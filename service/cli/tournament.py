@@ -12,9 +12,9 @@ What it does, in order:
    (sized so that the bundled runners never meet them), and gunicorn's log in a file so
    it cannot tear the progress display. It waits for ``/readyz``.
 2. **The entrants.** First the settings are checked against the service's own request
-   schema (``service.http.schemas.TournamentCreate``: ranges and size limits) and, with
-   ``--server``, by that service (a ``POST /tournaments`` without entrants, which can never
-   create one, answers 403 for a wrong admin token and 422 naming each refused field): a
+   schema (``service.http.schemas.tournaments.TournamentCreate``: ranges and size limits)
+   and, with ``--server``, by that service (a ``POST /tournaments`` without entrants, which
+   can never create one, answers 403 for a wrong admin token and 422 naming each refused field): a
    refusal names each option and why, and nothing is registered. Then one bot account per
    entrant (``--bots a,b,c``; a strategy named twice
    becomes ``heuristic`` and ``heuristic-2``), each with its own token and its own client.
@@ -196,7 +196,7 @@ def check_settings(fmt: str, entrants: int, settings: dict[str, Any]) -> None:
     with stand-in entrant ids."""
     from marshmallow import ValidationError
 
-    from service.http.schemas import TournamentCreate
+    from service.http.schemas.tournaments import TournamentCreate
 
     body = {**settings, "format": fmt, "entrants": [f"{i:012x}" for i in range(entrants)]}
     try:

@@ -8,16 +8,9 @@ from __future__ import annotations
 from marshmallow import fields, validate
 
 from service.arena.callbacks import MAX_URL, OUTCOMES, VERIFICATION, VERIFY_SCHEDULE_S
-from service.http.schemas import (
-    ID_PATTERN,
-    ActionIn,
-    Bot,
-    Invitation,
-    Out,
-    Pattern,
-    Strict,
-    View,
-)
+from service.http.schemas.bots import Bot, Invitation
+from service.http.schemas.common import ID_PATTERN, Out, Pattern, Strict
+from service.http.schemas.games import ActionIn, View
 
 EVENTS = ["turn", "start", "end", "invitation"]  # what a CallbackRequest is
 DELIVERY_EVENTS = [*EVENTS, "verify"]  # what a delivery record may be of

@@ -18,9 +18,11 @@ from flask import Flask
 
 from service.http import callback_schemas as cs
 from service.http import limits, quotas
-from service.http import schemas as s
 from service.http.problems import KINDS
 from service.http.routes import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
+from service.http.schemas import common as sc
+from service.http.schemas import record as sr
+from service.http.schemas import variants as sv
 
 TITLE = "All Fours Arena"
 VERSION = "0.1.0"
@@ -256,19 +258,19 @@ def build_spec(app: Flask) -> APISpec:
         {"type": "http", "scheme": "bearer",
          "description": "the service's admin token (ARENA_ADMIN_TOKEN)"},
     )
-    spec.components.schema("Problem", schema=s.ProblemSchema)
-    spec.components.schema("Variants", schema=s.VariantsOut)
+    spec.components.schema("Problem", schema=sc.ProblemSchema)
+    spec.components.schema("Variants", schema=sv.VariantsOut)
     spec.components.schema("CallbackRequest", schema=cs.CallbackRequest)
     spec.components.schema("CallbackAnswer", schema=cs.CallbackAnswer)
     spec.components.schema("VerifyRequest", schema=cs.VerifyRequest)
     spec.components.schema("VerifyAnswer", schema=cs.VerifyAnswer)
-    for schema in s.EVENTS.values():
+    for schema in sr.EVENTS.values():
         spec.components.schema(schema.__name__, schema=schema)
     spec.components.schema("Event", {
         "description": "One server-sent event's data, by its `type`.",
-        "oneOf": [{"$ref": f"#/components/schemas/{c.__name__}"} for c in s.EVENTS.values()],
+        "oneOf": [{"$ref": f"#/components/schemas/{c.__name__}"} for c in sr.EVENTS.values()],
         "discriminator": {"propertyName": "type", "mapping": {
-            t: f"#/components/schemas/{c.__name__}" for t, c in s.EVENTS.items()}},
+            t: f"#/components/schemas/{c.__name__}" for t, c in sr.EVENTS.items()}},
     })
     by_path: dict[str, dict[str, Any]] = {}
     for rule, method, op in operations(app.url_map.iter_rules(), app.view_functions):
