@@ -18,6 +18,7 @@ from flask import Flask
 
 from service.http import callback_schemas as cs
 from service.http import limits, quotas
+from service.http.openapi_clients import event_stream_schema, for_generators
 from service.http.problems import KINDS
 from service.http.routes import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
 from service.http.schemas import common as sc
@@ -84,7 +85,7 @@ hearts, spades). A move that arrives before the deadline always wins over the ti
 **Media types.** Send a body as JSON (`Content-Type: application/json`, or another
 `+json` type; an empty body needs none), else 415. Answers are `application/json`,
 `application/problem+json` for errors, `text/event-stream` for `/games/{game_id}/events`,
-`text/csv` for `/tournaments/{tournament_id}/export?format=csv`;
+`text/csv` for `/tournaments/{tournament_id}/export.csv`;
 an `Accept` header that admits none of an operation's types gets 406 (no `Accept`, or
 `*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}`,
 `/tournaments/{tournament_id}` or `/bots/{bot_id}` gets the page for people instead.
@@ -203,10 +204,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     if op.content_type == "application/json":
         content = {"application/json": {"schema": op.response}} if op.response else {}
     elif op.content_type == "text/event-stream":
-        content = {op.content_type: {"schema": {
-            "type": "string",
-            "description": "server-sent events; each event's `data` is one JSON `Event` "
-            "(#/components/schemas/Event) whose `type` is the SSE `event:` field"}}}
+        content = {op.content_type: {
+            "schema": event_stream_schema(sr.EVENTS, sc.EVENT_ID_RE)}}
     else:
         content = {op.content_type: {"schema": {"type": "string"}}}
     for media, what in op.also.items():
@@ -222,6 +221,7 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     if op.links:
         ok["links"] = op.links
     responses: dict[str, Any] = {str(op.status): ok}
+    responses.update({str(code): answer for code, answer in op.more.items()})
     codes = set(op.errors) | {406, 429, 503}
     if op.auth == "admin":
         codes |= {401, 403}
@@ -229,7 +229,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     elif op.auth is not None:
         codes.add(401)
         codes.add(403)  # a suspended bot's token (`suspended`, service.arena.owners)
-        out["security"] = [{"bearer": []}] if op.auth == "required" else [{"bearer": []}, {}]
+        # optional: anonymous ({}) first, as the generators that read it look for it
+        out["security"] = [{"bearer": []}] if op.auth == "required" else [{}, {"bearer": []}]
     if op.body is not None:
         codes |= {400, 408, 413, 415, 422}
     if op.query is not None or op.headers_in:
@@ -277,7 +278,7 @@ def build_spec(app: Flask) -> APISpec:
         path = _path(rule)
         names = re.findall(r"{([a-z_]+)}", path)
         op_id = method + "".join(
-            p.capitalize() for p in re.split(r"[/_{}-]+", path) if p
+            p.capitalize() for p in re.split(r"[/_{}.-]+", path) if p
         )
         by_path.setdefault(path, {})[method] = _operation(op, method, names, op_id)
     known = {op["operationId"] for ops in by_path.values() for op in ops.values()}
@@ -465,6 +466,7 @@ def spec_yaml(app: Flask) -> str:
     _seats_per_players(raw)
     _tournament_rules(raw)
     raw["webhooks"] = webhooks()
+    for_generators(raw)
     doc = {k: raw[k] for k in ("openapi", "info", "paths", "components") if k in raw}
     doc.update(raw)
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False,

@@ -77,6 +77,8 @@ class Operation:
     # OpenAPI links from the success answer to the operations that use what it names
     # (name -> ``link(...)``): generated clients and stateful testers follow them
     links: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # answers besides the success and the problems: status -> OpenAPI Response Object
+    more: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def link(operation_id: str, description: str, **parameters: Any) -> dict[str, Any]:
@@ -745,35 +747,65 @@ def get_standings(tournament_id: str) -> Response:
     return respond(sch(st.Standings), tournaments().standings(tournament_id))
 
 
+EXPORT_DOC = (
+    "One answer with the settings, the standings (as `/standings`), every game in slot order "
+    "(as `GET /tournaments/{id}`, with its round and `record`, the path of its record) and "
+    "the rating history per round. The duplicate-deal embargo holds as in "
+    "`GET /tournaments/{id}`: while any table of a deal is live, its games show no seed and "
+    "no result.")
+CSV_DOC = (
+    "One table of the export (`GET /tournaments/{tournament_id}/export`) as RFC 4180 CSV "
+    "with a header row, chosen by `table`: `standings`, `games`, `ratings` or `bracket` "
+    "(default `standings`); null is an empty cell, a per-team value two columns "
+    "(`scores_0`, `scores_1`). Its own operation so that a generated client reads it as "
+    "text. The embargo holds as in the JSON export.")
+
+
 @bp.get("/tournaments/<tournament_id>/export")
 @operation(
-    summary="The whole tournament for archives and spreadsheets: JSON, or CSV tables",
-    description="One answer with the settings, the standings (as `/standings`), every game "
-    "in slot order (as `GET /tournaments/{id}`, with its round and `record`, the path of "
-    "its record) and the rating history per round. The duplicate-deal embargo holds as "
-    "in `GET /tournaments/{id}`: while any table of a deal is live, its games show no seed "
-    "and no result. `?format=csv` (or, without `format`, an Accept header preferring "
-    "`text/csv`) answers one table as `text/csv` with a header row, chosen by `table`: "
-    "`standings`, `games` or `ratings` (default `standings`); null is an empty cell, a "
-    "per-team value two columns (`scores_0`, `scores_1`).",
+    summary="The whole tournament for archives: JSON",
+    description=EXPORT_DOC + " CSV tables are `GET /tournaments/{tournament_id}/export.csv`; "
+    "`?format=csv` here (kept for older clients) redirects there (307) with the same "
+    "`table`, as does an Accept header that admits `application/json` but prefers "
+    "`text/csv` (one that admits only `text/csv` is 406 here).",
     tags=("tournaments",),
     query=st.ExportQuery,
     response=st.TournamentExport,
-    also={"text/csv": "one table (`table`) as RFC 4180 CSV with a header row"},
-    response_headers={"Content-Disposition": {
-        "description": "with text/csv: `attachment; filename=\"tournament-<id>-<table>.csv\"`",
-        "schema": {"type": "string"}}},
+    more={307: {"description": "`format=csv` (or an Accept header preferring text/csv): "
+                "the same table at `/tournaments/{tournament_id}/export.csv`",
+                "headers": {"Location": {"description": "the CSV export's path and query",
+                                         "schema": {"type": "string"}}}}},
     errors=(404,),
     path_params={"tournament_id": TOURNAMENT_ID},
 )
 def export_tournament(tournament_id: str, query: dict[str, Any]) -> Response:
-    data = sch(st.TournamentExport).dump(tournaments().export(tournament_id))
     fmt = query.get("format")
     if fmt is None and request.headers.get("Accept", "").strip():
         best = request.accept_mimetypes.best_match(["application/json", "text/csv"])
         fmt = "csv" if best == "text/csv" else "json"
-    if fmt != "csv":
-        return respond(None, data)
+    if fmt == "csv":
+        table = query.get("table", "standings")
+        resp = Response(status=307)
+        resp.headers["Location"] = f"/tournaments/{tournament_id}/export.csv?table={table}"
+        return resp
+    return respond(None, sch(st.TournamentExport).dump(tournaments().export(tournament_id)))
+
+
+@bp.get("/tournaments/<tournament_id>/export.csv")
+@operation(
+    summary="One table of the tournament for spreadsheets: CSV",
+    description=CSV_DOC,
+    tags=("tournaments",),
+    query=st.ExportCsvQuery,
+    content_type="text/csv",
+    response_headers={"Content-Disposition": {
+        "description": "`attachment; filename=\"tournament-<id>-<table>.csv\"`",
+        "schema": {"type": "string"}}},
+    errors=(404,),
+    path_params={"tournament_id": TOURNAMENT_ID},
+)
+def export_tournament_csv(tournament_id: str, query: dict[str, Any]) -> Response:
+    data = sch(st.TournamentExport).dump(tournaments().export(tournament_id))
     table = query.get("table", "standings")
     resp = Response(csv_table(data, table), mimetype="text/csv")
     resp.headers["Content-Disposition"] = \

@@ -501,16 +501,22 @@ class Leaderboard(Out):
 EXPORT_TABLES = ["standings", "games", "ratings", "bracket"]
 
 
+TABLE_DOC = (
+    "one table per answer (default standings): standings (one row per entrant), games (one "
+    "row per game, per-team values as _0/_1 columns), ratings (one row per entrant per "
+    "completed round) or bracket (knockout: one row per match; empty otherwise)")
+
+
+class ExportCsvQuery(Strict):
+    table = one_of(EXPORT_TABLES, metadata={"description": TABLE_DOC})
+
+
 class ExportQuery(Strict):
     format = one_of(["json", "csv"], metadata={
-        "description": "json (the default) or csv; without it, an Accept header that "
-        "prefers text/csv to application/json gets csv"})
+        "description": "json (the default); csv (kept for older clients) redirects (307) "
+        "to `/tournaments/{tournament_id}/export.csv` with the same `table`"})
     table = one_of(EXPORT_TABLES, metadata={
-        "description": "csv only, ignored with json (one table per answer; default "
-        "standings): standings "
-        "(one row per entrant), games (one row per game, per-team values as _0/_1 "
-        "columns), ratings (one row per entrant per completed round) or bracket (knockout: "
-        "one row per match; empty otherwise)"})
+        "description": "with `format=csv` only (ignored with json): " + TABLE_DOC})
 
 
 class ExportGame(TournamentGame):
