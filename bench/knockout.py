@@ -2,7 +2,7 @@
 reading it costs (the bracket and the standings are derived on every read, never stored).
 
 64 entrants and the most games per pairing the size limit allows with every tiebreak game
-counted (``service.http.schemas.size_errors``: (64 − 1) × (11 + 4) ≤ 1000), made even
+counted (``service.http.schemas.tournaments.size_errors``: (64 − 1) × (11 + 4) ≤ 1000), made even
 (10), so that a match can be level (with an odd number of games it cannot). Every match
 is played out with made-up results in which every other match is level after its regular
 games, and half of those after the first tiebreak pair too (the most tiebreak games a

@@ -114,6 +114,9 @@ ENDPOINTS: dict[str, Endpoint] = {
         "GET", "/tournaments/{tournament_id}/standings"
     ),
     "getTournamentsTournamentIdExport": Endpoint("GET", "/tournaments/{tournament_id}/export"),
+    "getTournamentsTournamentIdExportCsv": Endpoint(
+        "GET", "/tournaments/{tournament_id}/export.csv"
+    ),
     "postTournamentsTournamentIdCancel": Endpoint("POST", "/tournaments/{tournament_id}/cancel"),
     "postTournamentsTournamentIdPause": Endpoint("POST", "/tournaments/{tournament_id}/pause"),
     "postTournamentsTournamentIdResume": Endpoint("POST", "/tournaments/{tournament_id}/resume"),
@@ -819,12 +822,12 @@ class ArenaClient:
 
     def export(self, tournament_id: str, table: str | None = None) -> JSON | str:
         """``GET /tournaments/{id}/export``: the whole tournament as its JSON document, or
-        with ``table`` (standings, games, ratings) that table as CSV text."""
+        with ``table`` (standings, games, ratings, bracket) that table as CSV text
+        (``GET /tournaments/{id}/export.csv``)."""
         if table is None:
             return self._call("getTournamentsTournamentIdExport", tournament_id=tournament_id)
-        resp = self._send("getTournamentsTournamentIdExport",
-                          {"tournament_id": tournament_id},
-                          params={"format": "csv", "table": table})
+        resp = self._send("getTournamentsTournamentIdExportCsv",
+                          {"tournament_id": tournament_id}, params={"table": table})
         return resp.text
 
     def cancel_tournament(self, tournament_id: str, admin_token: str | None = None

@@ -170,7 +170,7 @@ class Contract:
             problems.append(f"Content-Type {mimetype!r} is not one of {sorted(content)}")
         elif not content and body:
             problems.append("a body where none is documented")
-        elif content and body is not None:
+        elif content and body is not None and not _sse(mimetype):  # a stream: per event
             schema = content[mimetype].get("schema") or {}
             if mimetype.endswith("json"):
                 try:

@@ -89,10 +89,10 @@ from service.arena.standings import (
     standings,
 )
 from service.arena.status import ACTIVE, FINISHED, deadline_for, embargo_key, status_of, turn_bot
+from service.arena.tournament_size import MAX_TOURNAMENT_GAMES, size_errors
 from service.arena.tournament_views import TournamentViews
 from service.engine import Variants, new_game
 from service.engine.game import MAX_SEED
-from service.http.schemas import MAX_TOURNAMENT_GAMES, size_errors
 from service.storage.store import Game
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ What it does, in order:
    (sized so that the bundled runners never meet them), and gunicorn's log in a file so
    it cannot tear the progress display. It waits for ``/readyz``.
 2. **The entrants.** First the settings are checked against the service's own request
-   schema (``service.http.schemas.TournamentCreate``: ranges and size limits) and, with
+   schema (``service.http.schemas.tournaments.TournamentCreate``: ranges and size limits) and, with
    ``--server``, by that service (a ``POST /tournaments`` without entrants, which can never
    create one, answers 403 for a wrong admin token and 422 naming each refused field): a
    refusal names each option and why, and nothing is registered. Then one bot account per

@@ -125,7 +125,7 @@ def check_settings(fmt: str, entrants: int, settings: dict[str, Any]) -> None:
     with stand-in entrant ids."""
     from marshmallow import ValidationError
 
-    from service.http.schemas import TournamentCreate
+    from service.http.schemas.tournaments import TournamentCreate
 
     body = {**settings, "format": fmt, "entrants": [f"{i:012x}" for i in range(entrants)]}
     try:

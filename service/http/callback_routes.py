@@ -10,7 +10,7 @@ from flask import Blueprint, Response
 
 from service.http import callback_schemas as cs
 from service.http.routes import callbacks, operation, respond, sch
-from service.http.schemas import Empty
+from service.http.schemas.common import Empty
 
 bp = Blueprint("callbacks", __name__)
 

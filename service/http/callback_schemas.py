@@ -10,16 +10,9 @@ from marshmallow import fields, validate
 from service.arena.callback_calls import MAX_URL
 from service.arena.callback_keys import VERIFY_SCHEDULE_S
 from service.arena.callbacks import OUTCOMES, VERIFICATION
-from service.http.schemas import (
-    ID_PATTERN,
-    ActionIn,
-    Bot,
-    Invitation,
-    Out,
-    Pattern,
-    Strict,
-    View,
-)
+from service.http.schemas.bots import Bot, Invitation
+from service.http.schemas.common import ID_PATTERN, Out, Pattern, Strict
+from service.http.schemas.games import ActionIn, View
 
 EVENTS = ["turn", "start", "end", "invitation"]  # what a CallbackRequest is
 DELIVERY_EVENTS = [*EVENTS, "verify"]  # what a delivery record may be of

@@ -12,12 +12,13 @@ from flask import Blueprint, Response
 
 from service.arena.problems import Problem
 from service.http import consent_schemas as cs
-from service.http import schemas as s
 from service.http.routes import BOT_ID, arena, operation, respond, sch
+from service.http.schemas import bots as sb
+from service.http.schemas import common as sc
 
 bp = Blueprint("consent", __name__)
 
-INVITATION_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN},
+INVITATION_ID = {"schema": {"type": "string", "pattern": sc.ID_PATTERN},
                  "description": "invitation id"}
 OWNER_ID = {"schema": {"type": "string", "pattern": cs.OWNER_ID_PATTERN},
             "description": "owner id (a bot's `owner`)"}
@@ -33,9 +34,9 @@ CONSENT = (
 
 @bp.get("/bots/me/invitations")
 @operation(summary="Your pending invitations, oldest first", description=CONSENT,
-           tags=("bots",), response=s.InvitationList, auth="required")
+           tags=("bots",), response=sb.InvitationList, auth="required")
 def my_invitations(bot_id: str) -> Response:
-    return respond(sch(s.InvitationList),
+    return respond(sch(sb.InvitationList),
                    {"invitations": arena().invitations.pending(bot_id)})
 
 
@@ -44,22 +45,22 @@ def my_invitations(bot_id: str) -> Response:
     summary="Accept an invitation: sit in the seats held for you",
     description=CONSENT + " Answers the invitation, `accepted`; find the game's turns as "
     "usual. 404 when it is not yours, was answered, or its game was cancelled or expired.",
-    tags=("bots",), body=s.Empty, body_required=False, response=s.Invitation,
+    tags=("bots",), body=sc.Empty, body_required=False, response=sb.Invitation,
     auth="required", errors=(404,), path_params={"invitation_id": INVITATION_ID},
 )
 def accept_invitation(invitation_id: str, bot_id: str, body: dict[str, Any]) -> Response:
-    return respond(sch(s.Invitation), arena().invitations.accept(invitation_id, bot_id))
+    return respond(sch(sb.Invitation), arena().invitations.accept(invitation_id, bot_id))
 
 
 @bp.post("/invitations/<invitation_id>/decline")
 @operation(
     summary="Decline an invitation: its game is cancelled",
     description=CONSENT + " Answers the invitation, `declined`.",
-    tags=("bots",), body=s.Empty, body_required=False, response=s.Invitation,
+    tags=("bots",), body=sc.Empty, body_required=False, response=sb.Invitation,
     auth="required", errors=(404,), path_params={"invitation_id": INVITATION_ID},
 )
 def decline_invitation(invitation_id: str, bot_id: str, body: dict[str, Any]) -> Response:
-    return respond(sch(s.Invitation), arena().invitations.decline(invitation_id, bot_id))
+    return respond(sch(sb.Invitation), arena().invitations.decline(invitation_id, bot_id))
 
 
 @bp.get("/bots/me/policy")
@@ -95,7 +96,7 @@ def _policy_out(doc: dict[str, Any]) -> dict[str, Any]:
     description="Where `ARENA_OWNER_ADMISSION` is `invite`, a new owner (a first bot "
     "registered without a bot token) needs one of these codes in `POST /bots` "
     "(`invitation`). Single use; expires after `ARENA_OWNER_INVITATION_TTL` (a week).",
-    tags=("admin",), body=s.Empty, body_required=False, response=cs.OwnerInvitation,
+    tags=("admin",), body=sc.Empty, body_required=False, response=cs.OwnerInvitation,
     status=201, auth="admin", errors=(403,),
 )
 def create_owner_invitation(body: dict[str, Any]) -> Response:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from service.http.schemas import ID_PATTERN, Out, Pattern, Strict, one_of
+from service.http.schemas.common import ID_PATTERN, Out, Pattern, Strict, one_of
 
 OWNER_ID_PATTERN = r"^(o[0-9a-f]{12}|[0-9a-f]{12}|house)$"
 POLICY_DOC = ("anyone (default): invitations are delivered and you decide; nobody: a game "

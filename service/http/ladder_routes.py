@@ -10,12 +10,12 @@ from typing import Any
 from flask import Blueprint, Response, current_app
 
 from service.arena.ladder import Ladders
-from service.http import schemas as s
 from service.http.routes import BOT_ID, operation, respond, sch
+from service.http.schemas import ladders as sl
 
 bp = Blueprint("ladders", __name__)
 
-LADDER = {"schema": {"type": "string", "pattern": s.LADDER_NAME_RE},
+LADDER = {"schema": {"type": "string", "pattern": sl.LADDER_NAME_RE},
           "description": "the ladder's name: `2p`, `4p`, or one the operator declared"}
 RULE = (
     "Matching: waiting bots are taken longest-waiting first; each is matched with the "
@@ -33,16 +33,16 @@ def ladders() -> Ladders:
 
 @bp.get("/ladders")
 @operation(summary="The ladders: table size, rules, who waits and plays",
-           tags=("ladders",), response=s.LadderList)
+           tags=("ladders",), response=sl.LadderList)
 def list_ladders() -> Response:
-    return respond(sch(s.LadderList), ladders().list())
+    return respond(sch(sl.LadderList), ladders().list())
 
 
 @bp.get("/ladders/<name>")
 @operation(summary="A ladder and its queue", description=RULE, tags=("ladders",),
-           response=s.LadderDetail, errors=(404,), path_params={"name": LADDER})
+           response=sl.LadderDetail, errors=(404,), path_params={"name": LADDER})
 def get_ladder(name: str) -> Response:
-    return respond(sch(s.LadderDetail), ladders().detail(name))
+    return respond(sch(sl.LadderDetail), ladders().detail(name))
 
 
 @bp.post("/ladders/<name>/entry")
@@ -53,28 +53,28 @@ def get_ladder(name: str) -> Response:
     "`GET /bots/me/turns`, or `game_id` here); ratings are OpenSkill as in tournaments, "
     "updated once per finished game. Timeouts in one game reaching the ladder's limit "
     "(3 by default) pause you, with the reason in `reason`. " + RULE,
-    tags=("ladders",), body=s.LadderJoin, body_required=False, response=s.LadderEntry,
+    tags=("ladders",), body=sl.LadderJoin, body_required=False, response=sl.LadderEntry,
     auth="required", errors=(404,), path_params={"name": LADDER},
     example={"games": 10},
 )
 def join_ladder(name: str, bot_id: str, body: dict[str, Any]) -> Response:
-    return respond(sch(s.LadderEntry), ladders().join(name, bot_id, body.get("games")))
+    return respond(sch(sl.LadderEntry), ladders().join(name, bot_id, body.get("games")))
 
 
 @bp.get("/ladders/<name>/entry")
 @operation(summary="Your queue state on the ladder", tags=("ladders",),
-           response=s.LadderEntry, auth="required", errors=(404,),
+           response=sl.LadderEntry, auth="required", errors=(404,),
            path_params={"name": LADDER})
 def get_entry(name: str, bot_id: str) -> Response:
-    return respond(sch(s.LadderEntry), ladders().entry(name, bot_id))
+    return respond(sch(sl.LadderEntry), ladders().entry(name, bot_id))
 
 
 @bp.delete("/ladders/<name>/entry")
 @operation(summary="Leave the ladder (a game you are in is played out and rated)",
-           tags=("ladders",), response=s.LadderEntry, auth="required", errors=(404,),
+           tags=("ladders",), response=sl.LadderEntry, auth="required", errors=(404,),
            path_params={"name": LADDER})
 def leave_ladder(name: str, bot_id: str) -> Response:
-    return respond(sch(s.LadderEntry), ladders().leave(name, bot_id))
+    return respond(sch(sl.LadderEntry), ladders().leave(name, bot_id))
 
 
 @bp.get("/ladders/<name>/standings")
@@ -82,20 +82,20 @@ def leave_ladder(name: str, bot_id: str) -> Response:
     summary="The ladder's ratings, best ordinal first, paginated",
     description="OpenSkill (Plackett-Luce) as in tournaments: mu, sigma, ordinal = mu - 3 "
     "sigma; one update per finished ladder game, a win of one bot over the other.",
-    tags=("ladders",), query=s.LadderPageQuery, response=s.LadderStandings, errors=(404,),
+    tags=("ladders",), query=sl.LadderPageQuery, response=sl.LadderStandings, errors=(404,),
     path_params={"name": LADDER},
 )
 def ladder_standings(name: str, query: dict[str, Any]) -> Response:
-    return respond(sch(s.LadderStandings),
+    return respond(sch(sl.LadderStandings),
                    ladders().standings(name, query["limit"], query.get("cursor")))
 
 
 @bp.get("/ladders/<name>/bots/<bot_id>/history")
 @operation(
     summary="A bot's ladder games, newest first, with its rating before and after each",
-    tags=("ladders",), query=s.LadderPageQuery, response=s.LadderHistory, errors=(404,),
+    tags=("ladders",), query=sl.LadderPageQuery, response=sl.LadderHistory, errors=(404,),
     path_params={"name": LADDER, "bot_id": BOT_ID},
 )
 def ladder_history(name: str, bot_id: str, query: dict[str, Any]) -> Response:
-    return respond(sch(s.LadderHistory),
+    return respond(sch(sl.LadderHistory),
                    ladders().history(name, bot_id, query["limit"], query.get("cursor")))

@@ -18,8 +18,11 @@ from flask import Flask
 from service.arena.problems import KINDS
 from service.http import callback_schemas as cs
 from service.http import limits, quotas
-from service.http import schemas as s
+from service.http.openapi_clients import event_stream_schema, for_generators
 from service.http.routes import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
+from service.http.schemas import common as sc
+from service.http.schemas import record as sr
+from service.http.schemas import variants as sv
 
 TITLE = "All Fours Arena"
 VERSION = "0.1.0"
@@ -81,7 +84,7 @@ hearts, spades). A move that arrives before the deadline always wins over the ti
 **Media types.** Send a body as JSON (`Content-Type: application/json`, or another
 `+json` type; an empty body needs none), else 415. Answers are `application/json`,
 `application/problem+json` for errors, `text/event-stream` for `/games/{game_id}/events`,
-`text/csv` for `/tournaments/{tournament_id}/export?format=csv`;
+`text/csv` for `/tournaments/{tournament_id}/export.csv`;
 an `Accept` header that admits none of an operation's types gets 406 (no `Accept`, or
 `*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}`,
 `/tournaments/{tournament_id}` or `/bots/{bot_id}` gets the page for people instead.
@@ -200,10 +203,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     if op.content_type == "application/json":
         content = {"application/json": {"schema": op.response}} if op.response else {}
     elif op.content_type == "text/event-stream":
-        content = {op.content_type: {"schema": {
-            "type": "string",
-            "description": "server-sent events; each event's `data` is one JSON `Event` "
-            "(#/components/schemas/Event) whose `type` is the SSE `event:` field"}}}
+        content = {op.content_type: {
+            "schema": event_stream_schema(sr.EVENTS, sc.EVENT_ID_RE)}}
     else:
         content = {op.content_type: {"schema": {"type": "string"}}}
     for media, what in op.also.items():
@@ -219,6 +220,7 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     if op.links:
         ok["links"] = op.links
     responses: dict[str, Any] = {str(op.status): ok}
+    responses.update({str(code): answer for code, answer in op.more.items()})
     codes = set(op.errors) | {406, 429, 503}
     if op.auth == "admin":
         codes |= {401, 403}
@@ -226,7 +228,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     elif op.auth is not None:
         codes.add(401)
         codes.add(403)  # a suspended bot's token (`suspended`, service.arena.owners)
-        out["security"] = [{"bearer": []}] if op.auth == "required" else [{"bearer": []}, {}]
+        # optional: anonymous ({}) first, as the generators that read it look for it
+        out["security"] = [{"bearer": []}] if op.auth == "required" else [{}, {"bearer": []}]
     if op.body is not None:
         codes |= {400, 408, 413, 415, 422}
     if op.query is not None or op.headers_in:
@@ -255,26 +258,26 @@ def build_spec(app: Flask) -> APISpec:
         {"type": "http", "scheme": "bearer",
          "description": "the service's admin token (ARENA_ADMIN_TOKEN)"},
     )
-    spec.components.schema("Problem", schema=s.ProblemSchema)
-    spec.components.schema("Variants", schema=s.VariantsOut)
+    spec.components.schema("Problem", schema=sc.ProblemSchema)
+    spec.components.schema("Variants", schema=sv.VariantsOut)
     spec.components.schema("CallbackRequest", schema=cs.CallbackRequest)
     spec.components.schema("CallbackAnswer", schema=cs.CallbackAnswer)
     spec.components.schema("VerifyRequest", schema=cs.VerifyRequest)
     spec.components.schema("VerifyAnswer", schema=cs.VerifyAnswer)
-    for schema in s.EVENTS.values():
+    for schema in sr.EVENTS.values():
         spec.components.schema(schema.__name__, schema=schema)
     spec.components.schema("Event", {
         "description": "One server-sent event's data, by its `type`.",
-        "oneOf": [{"$ref": f"#/components/schemas/{c.__name__}"} for c in s.EVENTS.values()],
+        "oneOf": [{"$ref": f"#/components/schemas/{c.__name__}"} for c in sr.EVENTS.values()],
         "discriminator": {"propertyName": "type", "mapping": {
-            t: f"#/components/schemas/{c.__name__}" for t, c in s.EVENTS.items()}},
+            t: f"#/components/schemas/{c.__name__}" for t, c in sr.EVENTS.items()}},
     })
     by_path: dict[str, dict[str, Any]] = {}
     for rule, method, op in operations(app.url_map.iter_rules(), app.view_functions):
         path = _path(rule)
         names = re.findall(r"{([a-z_]+)}", path)
         op_id = method + "".join(
-            p.capitalize() for p in re.split(r"[/_{}-]+", path) if p
+            p.capitalize() for p in re.split(r"[/_{}.-]+", path) if p
         )
         by_path.setdefault(path, {})[method] = _operation(op, method, names, op_id)
     known = {op["operationId"] for ops in by_path.values() for op in ops.values()}
@@ -462,6 +465,7 @@ def spec_yaml(app: Flask) -> str:
     _seats_per_players(raw)
     _tournament_rules(raw)
     raw["webhooks"] = webhooks()
+    for_generators(raw)
     doc = {k: raw[k] for k in ("openapi", "info", "paths", "components") if k in raw}
     doc.update(raw)
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False,

@@ -30,7 +30,12 @@ from service.arena.problems import Problem
 from service.arena.tournaments import MAX_GAMES, Tournaments
 from service.http import callback_schemas as cs
 from service.http import connections, limits, quotas
-from service.http import schemas as s
+from service.http.schemas import bots as sb
+from service.http.schemas import common as sc
+from service.http.schemas import games as sg
+from service.http.schemas import house as sh
+from service.http.schemas import record as sr
+from service.http.schemas import tournaments as st
 
 bp = Blueprint("api", __name__)
 
@@ -42,7 +47,7 @@ JSON_MAX_DEPTH = 32
 # The largest request body (the default of the app's MAX_CONTENT_LENGTH); the largest
 # real body (a tournament of 64 entrants) is under 2 KB.
 MAX_BODY_BYTES = 16 * 1024
-_ID = re.compile(s.ID_PATTERN)
+_ID = re.compile(sc.ID_PATTERN)
 _JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*+"|[\[\]{}]', re.DOTALL)
 
 
@@ -72,6 +77,8 @@ class Operation:
     # OpenAPI links from the success answer to the operations that use what it names
     # (name -> ``link(...)``): generated clients and stateful testers follow them
     links: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # answers besides the success and the problems: status -> OpenAPI Response Object
+    more: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 def link(operation_id: str, description: str, **parameters: Any) -> dict[str, Any]:
@@ -89,7 +96,7 @@ def operation(**kw: Any) -> Callable[[Callable[..., Response]], Callable[..., Re
     # path parameters that are ids: checked before they become part of a Redis key
     # (``/bots/{id}:turns`` once named the bot's turn set: a type error and a 503)
     ids = tuple(name for name, spec in op.path_params.items()
-                if spec["schema"].get("pattern") == s.ID_PATTERN)
+                if spec["schema"].get("pattern") == sc.ID_PATTERN)
 
     def wrap(view: Callable[..., Response]) -> Callable[..., Response]:
         @functools.wraps(view)
@@ -302,10 +309,10 @@ def _seat_answers_are_private(resp: Response) -> Response:
     return resp
 
 
-TOURNAMENT_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN},
+TOURNAMENT_ID = {"schema": {"type": "string", "pattern": sc.ID_PATTERN},
                  "description": "tournament id"}
-GAME_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description": "game id"}
-BOT_ID = {"schema": {"type": "string", "pattern": s.ID_PATTERN}, "description": "bot id"}
+GAME_ID = {"schema": {"type": "string", "pattern": sc.ID_PATTERN}, "description": "game id"}
+BOT_ID = {"schema": {"type": "string", "pattern": sc.ID_PATTERN}, "description": "bot id"}
 SEAT = {"schema": {"type": "integer", "minimum": 0, "maximum": 3}, "description": "seat"}
 ETAG = {"ETag": {"description": "the game's version, quoted", "schema": {"type": "string"}}}
 SERVER_TIMING = {"Server-Timing": {
@@ -343,9 +350,9 @@ LAST_EVENT_ID = {
     "name": "Last-Event-ID",
     "in": "header",
     "required": False,
-    "description": "resume after this event: " + s.EVENT_ID_DOC + ". Sent empty or in "
+    "description": "resume after this event: " + sc.EVENT_ID_DOC + ". Sent empty or in "
     "another shape: 422",
-    "schema": {"type": "string", "pattern": s.EVENT_ID_RE},
+    "schema": {"type": "string", "pattern": sc.EVENT_ID_RE},
 }
 
 # From an answer that names a game (its ``id``) to what a player does with it next. No
@@ -371,16 +378,16 @@ def sch(cls: type[Schema]) -> Schema:
 
 
 @bp.get("/healthz")
-@operation(summary="The process is up", tags=("health",), response=s.Health, limited=False)
+@operation(summary="The process is up", tags=("health",), response=sc.Health, limited=False)
 def healthz() -> Response:
-    return respond(sch(s.Health), {"status": "ok"})
+    return respond(sch(sc.Health), {"status": "ok"})
 
 
 @bp.get("/readyz")
-@operation(summary="Redis is reachable", tags=("health",), response=s.Health, limited=False)
+@operation(summary="Redis is reachable", tags=("health",), response=sc.Health, limited=False)
 def readyz() -> Response:
     arena().store.r.ping()
-    return respond(sch(s.Health), {"status": "ok"})
+    return respond(sch(sc.Health), {"status": "ok"})
 
 
 # --- bots ---------------------------------------------------------------------------------
@@ -400,8 +407,8 @@ def readyz() -> Response:
     "`ARENA_OWNERS_PER_NETWORK` an hour, default 20; then 429). A suspended bot's token "
     "registers nothing (403 `suspended`).",
     tags=("bots",),
-    body=s.BotCreate,
-    response=s.BotCreated,
+    body=sb.BotCreate,
+    response=sb.BotCreated,
     status=201,
     auth="optional",
     errors=(403,),
@@ -414,7 +421,7 @@ def create_bot(bot_id: str | None, body: dict[str, Any]) -> Response:
     bot = arena().register_bot(body["name"], body.get("person", False), owner_bot=bot_id,
                                address=limits.client_address(),
                                invitation=body.get("invitation"))
-    return respond(sch(s.BotCreated), bot, 201, {"Location": f"/bots/{bot['id']}"})
+    return respond(sch(sb.BotCreated), bot, 201, {"Location": f"/bots/{bot['id']}"})
 
 
 @bp.get("/bots/me")
@@ -436,8 +443,8 @@ def get_me(bot_id: str) -> Response:
     "decline each); a new one arriving during the wait ends it, and with "
     "`invitations_after` one newer than that answers at once.",
     tags=("bots",),
-    query=s.BotTurnsQuery,
-    response=s.BotTurns,
+    query=sb.BotTurnsQuery,
+    response=sb.BotTurns,
     auth="required",
 )
 def my_turns(bot_id: str, query: dict[str, Any]) -> Response:
@@ -449,10 +456,10 @@ def my_turns(bot_id: str, query: dict[str, Any]) -> Response:
 
 
 @bp.get("/bots/<bot_id>")
-@operation(summary="A bot", tags=("bots",), response=s.Bot, errors=(404,),
+@operation(summary="A bot", tags=("bots",), response=sb.Bot, errors=(404,),
            path_params={"bot_id": BOT_ID})
 def get_bot(bot_id: str) -> Response:
-    return respond(sch(s.Bot), arena().bot(bot_id))
+    return respond(sch(sb.Bot), arena().bot(bot_id))
 
 
 # --- games --------------------------------------------------------------------------------
@@ -468,8 +475,8 @@ def get_bot(bot_id: str) -> Response:
     "and the game waits until each has accepted. A bot whose policy refuses you is a "
     "403 `invitation-refused`; one with too many pending invitations a 429.",
     tags=("games",),
-    body=s.GameCreate,
-    response=s.GameSummary,
+    body=sg.GameCreate,
+    response=sg.GameSummary,
     status=201,
     auth="required",
     errors=(403, 404),
@@ -483,15 +490,15 @@ def get_bot(bot_id: str) -> Response:
 def create_game(bot_id: str, body: dict[str, Any]) -> Response:
     quotas.game_creation(bot_id)
     game = arena().create_game(bot_id, body)
-    return respond(sch(s.GameSummary), game, 201, {"Location": f"/games/{game['id']}"})
+    return respond(sch(sg.GameSummary), game, 201, {"Location": f"/games/{game['id']}"})
 
 
 @bp.get("/games")
-@operation(summary="List games, newest first", tags=("games",), query=s.ListQuery,
-           response=s.GameList)
+@operation(summary="List games, newest first", tags=("games",), query=sg.ListQuery,
+           response=sg.GameList)
 def list_games(query: dict[str, Any]) -> Response:
     page = arena().list_games(query.get("status"), query["limit"], query.get("cursor"))
-    return respond(sch(s.GameList), page)
+    return respond(sch(sg.GameList), page)
 
 
 @bp.get("/games/<game_id>")
@@ -500,8 +507,8 @@ def list_games(query: dict[str, Any]) -> Response:
     description="With the token of a bot seated here: that seat's view (with its hand, and "
     "the legal actions on its turn). Without: the spectator view.",
     tags=("games",),
-    query=s.GameQuery,
-    response=s.View,
+    query=sg.GameQuery,
+    response=sg.View,
     auth="optional",
     errors=(403, 404),
     response_headers=ETAG,
@@ -518,9 +525,9 @@ def get_game(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Respons
 @operation(
     summary="Join an open seat",
     tags=("games",),
-    body=s.Empty,
+    body=sc.Empty,
     body_required=False,
-    response=s.View,
+    response=sg.View,
     auth="required",
     errors=(404, 409),
     response_headers=ETAG,
@@ -551,9 +558,9 @@ def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response
     "your latest keyed action in each game while the game is live and a grace period "
     "(600 s by default) after it ends (see the header).",
     tags=("games",),
-    query=s.ActQuery,
-    body=s.ActionIn,
-    response=s.View,
+    query=sg.ActQuery,
+    body=sg.ActionIn,
+    response=sg.View,
     auth="required",
     errors=(403, 404, 409, 412),
     headers_in=(IDEMPOTENCY, IF_MATCH),
@@ -595,8 +602,8 @@ def _if_match(raw: str | None) -> int | None:
     "greater than `after`; otherwise waits (woken by Redis pub/sub) until one of those "
     "happens or `timeout` seconds (at most 30) pass. Without a seat: waits for any change.",
     tags=("games",),
-    query=s.TurnQuery,
-    response=s.TurnAnswer,
+    query=sg.TurnQuery,
+    response=sg.TurnAnswer,
     auth="optional",
     errors=(403, 404),
     path_params={"game_id": GAME_ID},
@@ -615,7 +622,7 @@ def turn(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     "the viewer (a seat sees only its own cards). Reconnect with `Last-Event-ID` to resume "
     "exactly; a `: keep-alive` comment comes every 5 s; the stream ends after game_over.",
     tags=("games",),
-    query=s.EventsQuery,
+    query=sg.EventsQuery,
     response=None,
     content_type="text/event-stream",
     auth="optional",
@@ -627,7 +634,7 @@ def events(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     last = request.headers.get("Last-Event-ID")
     if last is None:
         last = query.get("last_event_id")
-    if last is not None and not re.match(s.EVENT_ID_RE, last):
+    if last is not None and not re.match(sc.EVENT_ID_RE, last):
         raise Problem("validation", "Last-Event-ID must look like 12.3",
                       errors={"Last-Event-ID": ["must be an event id such as 12.3"]})
     gen = arena().stream(game_id, bot_id, query.get("seat"), last,
@@ -643,14 +650,14 @@ def events(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     description="Complete once the game is over; while it is live, only what the asking seat "
     "(or a spectator) may know.",
     tags=("games",),
-    query=s.GameQuery,
-    response=s.Record,
+    query=sg.GameQuery,
+    response=sr.Record,
     auth="optional",
     errors=(403, 404),
     path_params={"game_id": GAME_ID},
 )
 def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
-    return respond(sch(s.Record), arena().record(game_id, bot_id, query.get("seat")))
+    return respond(sch(sr.Record), arena().record(game_id, bot_id, query.get("seat")))
 
 
 # --- tournaments ----------------------------------------------------------------------------
@@ -671,8 +678,8 @@ def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
     "A `seed` an earlier tournament used is refused, 409 `seed-reused` (its deals are "
     "public once that tournament is over), unless `trusted` (docs/ratings.md).",
     tags=("tournaments",),
-    body=s.TournamentCreate,
-    response=s.Tournament,
+    body=st.TournamentCreate,
+    response=st.Tournament,
     status=201,
     auth="admin",
     errors=(403, 404, 409),
@@ -689,14 +696,14 @@ def record(game_id: str, bot_id: str | None, query: dict[str, Any]) -> Response:
 )
 def create_tournament(body: dict[str, Any]) -> Response:
     t = tournaments().create(body)
-    return respond(sch(s.Tournament), t, 201, {"Location": f"/tournaments/{t['id']}"})
+    return respond(sch(st.Tournament), t, 201, {"Location": f"/tournaments/{t['id']}"})
 
 
 @bp.get("/tournaments")
 @operation(summary="List tournaments, newest first", tags=("tournaments",),
-           query=s.TournamentListQuery, response=s.TournamentList)
+           query=st.TournamentListQuery, response=st.TournamentList)
 def list_tournaments(query: dict[str, Any]) -> Response:
-    return respond(sch(s.TournamentList),
+    return respond(sch(st.TournamentList),
                    tournaments().list(query["limit"], query.get("cursor")))
 
 
@@ -707,12 +714,12 @@ def list_tournaments(query: dict[str, Any]) -> Response:
     "fixes every card. A game of a duplicate deal shows its result and seed only once "
     "every table of the deal has finished.",
     tags=("tournaments",),
-    response=s.Tournament,
+    response=st.Tournament,
     errors=(404,),
     path_params={"tournament_id": TOURNAMENT_ID},
 )
 def get_tournament(tournament_id: str) -> Response:
-    return respond(sch(s.Tournament), tournaments().detail(tournament_id))
+    return respond(sch(st.Tournament), tournaments().detail(tournament_id))
 
 
 @bp.get("/tournaments/<tournament_id>/standings")
@@ -732,43 +739,73 @@ def get_tournament(tournament_id: str) -> Response:
     "and both entrants' ratings before and after it (`rating`), enough to recompute "
     "every rating here.",
     tags=("tournaments",),
-    response=s.Standings,
+    response=st.Standings,
     errors=(404,),
     path_params={"tournament_id": TOURNAMENT_ID},
 )
 def get_standings(tournament_id: str) -> Response:
-    return respond(sch(s.Standings), tournaments().standings(tournament_id))
+    return respond(sch(st.Standings), tournaments().standings(tournament_id))
+
+
+EXPORT_DOC = (
+    "One answer with the settings, the standings (as `/standings`), every game in slot order "
+    "(as `GET /tournaments/{id}`, with its round and `record`, the path of its record) and "
+    "the rating history per round. The duplicate-deal embargo holds as in "
+    "`GET /tournaments/{id}`: while any table of a deal is live, its games show no seed and "
+    "no result.")
+CSV_DOC = (
+    "One table of the export (`GET /tournaments/{tournament_id}/export`) as RFC 4180 CSV "
+    "with a header row, chosen by `table`: `standings`, `games`, `ratings` or `bracket` "
+    "(default `standings`); null is an empty cell, a per-team value two columns "
+    "(`scores_0`, `scores_1`). Its own operation so that a generated client reads it as "
+    "text. The embargo holds as in the JSON export.")
 
 
 @bp.get("/tournaments/<tournament_id>/export")
 @operation(
-    summary="The whole tournament for archives and spreadsheets: JSON, or CSV tables",
-    description="One answer with the settings, the standings (as `/standings`), every game "
-    "in slot order (as `GET /tournaments/{id}`, with its round and `record`, the path of "
-    "its record) and the rating history per round. The duplicate-deal embargo holds as "
-    "in `GET /tournaments/{id}`: while any table of a deal is live, its games show no seed "
-    "and no result. `?format=csv` (or, without `format`, an Accept header preferring "
-    "`text/csv`) answers one table as `text/csv` with a header row, chosen by `table`: "
-    "`standings`, `games` or `ratings` (default `standings`); null is an empty cell, a "
-    "per-team value two columns (`scores_0`, `scores_1`).",
+    summary="The whole tournament for archives: JSON",
+    description=EXPORT_DOC + " CSV tables are `GET /tournaments/{tournament_id}/export.csv`; "
+    "`?format=csv` here (kept for older clients) redirects there (307) with the same "
+    "`table`, as does an Accept header that admits `application/json` but prefers "
+    "`text/csv` (one that admits only `text/csv` is 406 here).",
     tags=("tournaments",),
-    query=s.ExportQuery,
-    response=s.TournamentExport,
-    also={"text/csv": "one table (`table`) as RFC 4180 CSV with a header row"},
-    response_headers={"Content-Disposition": {
-        "description": "with text/csv: `attachment; filename=\"tournament-<id>-<table>.csv\"`",
-        "schema": {"type": "string"}}},
+    query=st.ExportQuery,
+    response=st.TournamentExport,
+    more={307: {"description": "`format=csv` (or an Accept header preferring text/csv): "
+                "the same table at `/tournaments/{tournament_id}/export.csv`",
+                "headers": {"Location": {"description": "the CSV export's path and query",
+                                         "schema": {"type": "string"}}}}},
     errors=(404,),
     path_params={"tournament_id": TOURNAMENT_ID},
 )
 def export_tournament(tournament_id: str, query: dict[str, Any]) -> Response:
-    data = sch(s.TournamentExport).dump(tournaments().export(tournament_id))
     fmt = query.get("format")
     if fmt is None and request.headers.get("Accept", "").strip():
         best = request.accept_mimetypes.best_match(["application/json", "text/csv"])
         fmt = "csv" if best == "text/csv" else "json"
-    if fmt != "csv":
-        return respond(None, data)
+    if fmt == "csv":
+        table = query.get("table", "standings")
+        resp = Response(status=307)
+        resp.headers["Location"] = f"/tournaments/{tournament_id}/export.csv?table={table}"
+        return resp
+    return respond(None, sch(st.TournamentExport).dump(tournaments().export(tournament_id)))
+
+
+@bp.get("/tournaments/<tournament_id>/export.csv")
+@operation(
+    summary="One table of the tournament for spreadsheets: CSV",
+    description=CSV_DOC,
+    tags=("tournaments",),
+    query=st.ExportCsvQuery,
+    content_type="text/csv",
+    response_headers={"Content-Disposition": {
+        "description": "`attachment; filename=\"tournament-<id>-<table>.csv\"`",
+        "schema": {"type": "string"}}},
+    errors=(404,),
+    path_params={"tournament_id": TOURNAMENT_ID},
+)
+def export_tournament_csv(tournament_id: str, query: dict[str, Any]) -> Response:
+    data = sch(st.TournamentExport).dump(tournaments().export(tournament_id))
     table = query.get("table", "standings")
     resp = Response(csv_table(data, table), mimetype="text/csv")
     resp.headers["Content-Disposition"] = \
@@ -786,7 +823,7 @@ def organizer(summary: str, description: str, **differs: Any) -> dict[str, Any]:
     403, 404 or 409, so a view states only its text and what ``differs`` (``auth``,
     more ``path_params``)."""
     return {"summary": summary, "description": description, "tags": ("tournaments",),
-            "body": s.Empty, "body_required": False, "response": s.Tournament,
+            "body": sc.Empty, "body_required": False, "response": st.Tournament,
             "auth": "admin", "errors": (403, 404, 409),
             "path_params": {"tournament_id": TOURNAMENT_ID}, **differs}
 
@@ -802,7 +839,7 @@ def organizer(summary: str, description: str, **differs: Any) -> dict[str, Any]:
     "finished tournament's. " + STOP_DOC,
 ))
 def cancel_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
-    return respond(sch(s.Tournament), control.cancel(tournaments(), tournament_id))
+    return respond(sch(st.Tournament), control.cancel(tournaments(), tournament_id))
 
 
 @bp.post("/tournaments/<tournament_id>/pause")
@@ -812,7 +849,7 @@ def cancel_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
     "their results are recorded. No game starts while the status is `paused`. " + STOP_DOC,
 ))
 def pause_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
-    return respond(sch(s.Tournament), control.pause(tournaments(), tournament_id))
+    return respond(sch(st.Tournament), control.pause(tournaments(), tournament_id))
 
 
 @bp.post("/tournaments/<tournament_id>/resume")
@@ -821,7 +858,7 @@ def pause_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
     description="Back to `running`: games start again, up to `parallel` at once. " + STOP_DOC,
 ))
 def resume_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
-    return respond(sch(s.Tournament), control.resume(tournaments(), tournament_id))
+    return respond(sch(st.Tournament), control.resume(tournaments(), tournament_id))
 
 
 @bp.post("/tournaments/<tournament_id>/entrants/<entrant_id>/withdraw")
@@ -843,7 +880,7 @@ def resume_tournament(tournament_id: str, body: dict[str, Any]) -> Response:
 ))
 def withdraw_entrant(tournament_id: str, entrant_id: str, bot_id: str,
                      body: dict[str, Any]) -> Response:
-    return respond(sch(s.Tournament),
+    return respond(sch(st.Tournament),
                    control.withdraw(tournaments(), tournament_id, entrant_id, bot_id))
 
 
@@ -851,10 +888,10 @@ def withdraw_entrant(tournament_id: str, entrant_id: str, bot_id: str,
 @operation(
     summary="Ratings over every tournament game, best ordinal first",
     tags=("tournaments",),
-    response=s.Leaderboard,
+    response=st.Leaderboard,
 )
 def leaderboard() -> Response:
-    return respond(sch(s.Leaderboard), tournaments().leaderboard())
+    return respond(sch(st.Leaderboard), tournaments().leaderboard())
 
 
 # --- house bots ------------------------------------------------------------------------------
@@ -869,8 +906,8 @@ def leaderboard() -> Response:
     "registered for you first and returned with its token (shown only here). The game has "
     "a move limit. 503 when this service runs no house bots.",
     tags=("games",),
-    body=s.HouseGameCreate,
-    response=s.HouseGame,
+    body=sh.HouseGameCreate,
+    response=sh.HouseGame,
     status=201,
     auth="optional",
     example={"players": 2, "opponent": "heuristic", "variants": {"target": 7}},
@@ -888,7 +925,7 @@ def create_house_game(bot_id: str | None, body: dict[str, Any]) -> Response:
         "players": body["players"], "variants": body.get("variants") or {},
         "seats": seats, "move_limit": body["move_limit"],
     })
-    return respond(sch(s.HouseGame), {"game": game, "seat": 0, "player": player}, 201,
+    return respond(sch(sh.HouseGame), {"game": game, "seat": 0, "player": player}, 201,
                    {"Location": f"/games/{game['id']}"})
 
 

@@ -1,4 +1,5 @@
-"""``GET /tournaments/{id}/export`` (issue 16, "Export"): the results as JSON and as CSV
+"""``GET /tournaments/{id}/export`` (issue 16, "Export") and ``/export.csv`` (issue 24: its
+own operation, so a generated client reads it as text): the results as JSON and as CSV
 tables from the API, matching the detail and the standings field by field, and keeping
 the duplicate-deal embargo exactly as the detail does."""
 
@@ -51,7 +52,7 @@ def test_a_finished_tournaments_export_matches_its_detail_and_standings(client):
     assert rec["complete"] and rec["seed"] == ex["games"][0]["seed"]
 
     # CSV: one row per entrant, per game, per entrant and round, equal to the JSON
-    r = client.get(f"/tournaments/{t['id']}/export?format=csv")  # default: standings
+    r = client.get(f"/tournaments/{t['id']}/export.csv")  # default: standings
     assert r.status_code == 200 and r.mimetype == "text/csv"
     assert r.headers["Content-Disposition"] == \
         f'attachment; filename="tournament-{t["id"]}-standings.csv"'
@@ -62,7 +63,7 @@ def test_a_finished_tournaments_export_matches_its_detail_and_standings(client):
                   "points_for", "points_against", "timeouts", "byes"):
             assert row[k] == cell(want[k]), k
         assert float(row["ordinal"]) == want["rating"]["ordinal"]
-    table = rows(client.get(f"/tournaments/{t['id']}/export?format=csv&table=games").text)
+    table = rows(client.get(f"/tournaments/{t['id']}/export.csv?table=games").text)
     assert len(table) == 20
     for row, g in zip(table, ex["games"], strict=True):
         assert [row["teams_0"], row["teams_1"]] == g["teams"]
@@ -70,15 +71,21 @@ def test_a_finished_tournaments_export_matches_its_detail_and_standings(client):
         assert int(row["seed"]) == g["seed"] and row["winner"] == g["winner"]
         assert int(row["recorded"]) == g["recorded"] and row["record"] == g["record"]
         assert float(row["mu_after_1"]) == g["rating"][1]["after"]["mu"]
-    table = rows(client.get(f"/tournaments/{t['id']}/export?format=csv&table=ratings").text)
+    table = rows(client.get(f"/tournaments/{t['id']}/export.csv?table=ratings").text)
     assert len(table) == 5 * len(st["history"])
     last = {row["bot_id"]: row for row in table if row["round"] == str(len(st["history"]))}
     for want in st["items"]:
         assert float(last[want["bot_id"]]["mu"]) == want["rating"]["mu"]
-    # Accept: text/csv chooses CSV when format is not given
-    r = client.get(f"/tournaments/{t['id']}/export?table=games",
-                   headers={"Accept": "text/csv"})
-    assert r.mimetype == "text/csv" and len(rows(r.text)) == 20
+    # the old way, kept: ?format=csv, or an Accept that prefers text/csv without format,
+    # is redirected (307) to the same table of /export.csv
+    for query, headers in (("format=csv&table=games", {}),
+                           ("table=games", {"Accept": "text/csv, application/json;q=0.5"})):
+        r = client.get(f"/tournaments/{t['id']}/export?{query}", headers=headers)
+        assert r.status_code == 307, query
+        assert r.headers["Location"] == f"/tournaments/{t['id']}/export.csv?table=games"
+        r = client.get(f"/tournaments/{t['id']}/export?{query}", headers=headers,
+                       follow_redirects=True)
+        assert r.mimetype == "text/csv" and len(rows(r.text)) == 20
 
 
 def test_a_live_duplicate_tournaments_export_keeps_the_embargo(client):
@@ -99,7 +106,7 @@ def test_a_live_duplicate_tournaments_export_keeps_the_embargo(client):
         assert g["winner"] is None and g["rating"] is None and g["recorded"] is None
     assert "seed" not in ex["settings"] and ex["history"] == []
     assert all(row["played"] == 0 for row in ex["standings"])
-    table = rows(client.get(f"/tournaments/{t['id']}/export?format=csv&table=games").text)
+    table = rows(client.get(f"/tournaments/{t['id']}/export.csv?table=games").text)
     assert len(table) == 2
     for row in table:
         assert row["seed"] == row["winner"] == row["scores_0"] == row["recorded"] == ""
@@ -109,7 +116,9 @@ def test_a_live_duplicate_tournaments_export_keeps_the_embargo(client):
 def test_export_of_an_unknown_tournament_is_404_and_bad_queries_422(client):
     r = client.get("/tournaments/0123456789ab/export")
     assert r.status_code == 404 and r.json["type"] == "/problems/not-found"
-    r = client.get("/tournaments/0123456789ab/export?format=csv")
+    r = client.get("/tournaments/0123456789ab/export.csv")
+    assert r.status_code == 404 and r.json["type"] == "/problems/not-found"
+    r = client.get("/tournaments/0123456789ab/export?format=csv", follow_redirects=True)
     assert r.status_code == 404
     t = create(client, register(client, 2), format="round_robin")
     # a table chosen with json is ignored (the contract cannot tie one parameter to another)
@@ -118,5 +127,10 @@ def test_export_of_an_unknown_tournament_is_404_and_bad_queries_422(client):
     for q in ("format=xml", "format=csv&table=hands", "x=1"):
         r = client.get(f"/tournaments/{t['id']}/export?{q}")
         assert r.status_code == 422 and r.json["type"] == "/problems/validation", q
+    for q in ("table=hands", "format=csv", "x=1"):
+        r = client.get(f"/tournaments/{t['id']}/export.csv?{q}")
+        assert r.status_code == 422 and r.json["type"] == "/problems/validation", q
     r = client.get(f"/tournaments/{t['id']}/export", headers={"Accept": "text/plain"})
+    assert r.status_code == 406
+    r = client.get(f"/tournaments/{t['id']}/export.csv", headers={"Accept": "text/plain"})
     assert r.status_code == 406

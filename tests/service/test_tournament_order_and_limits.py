@@ -103,8 +103,8 @@ def test_every_tiebreak_is_in_the_contract_the_readme_and_the_command_help(clien
     """Issue 16 #4: the standings operation, docs/tournaments.md and ``allfours tournament --help``
     state the whole order (as ``service.arena.tournaments.standings`` sorts) and the rating
     order; the stated limits are the enforced ones."""
+    from service.arena import tournament_size as schemas
     from service.cli.tournament import RANKING_HELP
-    from service.http import schemas
     from service.http.routes import get_standings
 
     readme = (Path(__file__).resolve().parents[2] / "docs" / "tournaments.md").read_text()
@@ -160,7 +160,7 @@ def test_size_limits_are_refused_under_the_field_that_breaks_them(client):
 
 
 def test_the_largest_tournament_allowed_stays_a_small_document(client):
-    from service.http.schemas import MAX_TOURNAMENT_GAMES
+    from service.arena.tournament_size import MAX_TOURNAMENT_GAMES
 
     bots = list(register(client, 32))
     t = create(client, dict.fromkeys(bots, ""), format="round_robin", games_per_pairing=2,

@@ -12,7 +12,7 @@ from service.arena import deals
 from service.arena.games import view_of
 from service.arena.status import ACTIVE, FINISHED, WAITING
 from service.engine import Variants, apply, legal_actions, new_game, seat_view, spectator_view
-from service.http.schemas import TurnAnswer, View
+from service.http.schemas.games import TurnAnswer, View
 from service.jsonio import dumps
 from service.storage.store import Game
 

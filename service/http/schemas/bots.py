@@ -1,0 +1,107 @@
+"""Bots and their tokens: registering a bot, the bot as answered, the turn poll (``/bots/me/turns``)
+and the invitations it lists."""
+
+from __future__ import annotations
+
+from marshmallow import fields, validate
+
+from service.http.schemas.common import Out, Pattern, Strict, StrictBool, one_of
+from service.http.schemas.variants import AllVariants
+
+
+class BotCreate(Strict):
+    name = fields.Str(
+        required=True,
+        validate=[validate.Length(1, 40), Pattern(r"^[A-Za-z0-9 ._-]+$")],
+        metadata={"description": "a display name", "example": "random-bot"},
+    )
+    person = StrictBool(
+        metadata={"description": "(default false) an account for a person at the table "
+                  "(the play page sets it): a game that such an account joins gets a move "
+                  "limit if it has none "
+                  "(`ARENA_PERSON_MOVE_LIMIT`, default 60 s), so an abandoned seat cannot "
+                  "hold the game and its other players forever"},
+    )
+    invitation = fields.Str(
+        validate=validate.Length(1, 100),
+        metadata={"description": "an owner invitation code from the operator, needed to "
+                  "make a new owner where admission is `invite` (`ARENA_OWNER_ADMISSION`); "
+                  "ignored when the request has a bot token (the new bot joins that bot's "
+                  "owner)"},
+    )
+
+
+MAX_PLAYING = 200
+PLAYING_RE = rf"^[0-9a-f]{{12}}(,[0-9a-f]{{12}}){{0,{MAX_PLAYING - 1}}}$"
+
+
+class BotTurnsQuery(Strict):
+    timeout = fields.Float(validate=validate.Range(0, 30), load_default=25.0)
+    invitations_after = fields.Float(
+        validate=validate.Range(0, 1e11),
+        metadata={"description": "unix seconds: answer at once if an invitation newer than "
+                  "this is pending (send the newest `created` you have seen). Without it, "
+                  "pending invitations are listed in every answer but only one that "
+                  "arrives during the wait ends it"})
+    playing = fields.Str(
+        validate=validate.Regexp(PLAYING_RE),
+        metadata={"description": f"game ids you are already playing (comma-separated, at "
+                  f"most {MAX_PLAYING}): they are left out of the answer, and the poll "
+                  "waits while only they are your turn. A runner that plays each game on "
+                  "its own requests (`POST …/actions?wait=`, `GET …/turn`) polls with them "
+                  "all here and learns of any other game's turn the moment it comes"})
+
+
+class Bot(Out):
+    id = fields.Str(required=True, metadata={"example": "3f9a1c2b7d10"})
+    name = fields.Str(required=True)
+    created = fields.Int(required=True, metadata={"description": "unix seconds"})
+    owner = fields.Str(metadata={
+        "description": "the owner the bot belongs to (the account that registered it: "
+        "register with `Authorization: Bearer <token of one of your bots>` to add a bot to "
+        "your owner). Bots of one owner seat each other at once, are never matched on a "
+        "ladder and their games against each other are never rated"})
+    suspended = fields.Str(allow_none=True, metadata={
+        "description": "the operator's reason, while the bot (or its owner) is suspended: "
+        "it can no longer act, register bots or accept invitations; null otherwise"})
+
+
+class BotCreated(Bot):
+    token = fields.Str(
+        required=True,
+        metadata={"description": "bearer token; shown once, stored only as a hash"},
+    )
+
+
+class Invitation(Out):
+    id = fields.Str(required=True, metadata={"example": "5e4d3c2b1a09"})
+    game_id = fields.Str(required=True)
+    status = one_of(["pending", "accepted", "declined"], required=True, metadata={
+        "description": "pending: waiting for your answer; accepted: you sit in the seats "
+        "(the game starts once every seat is filled); declined: the game is cancelled"})
+    seats = fields.List(fields.Int(), required=True,
+                        metadata={"description": "the seats held for you"})
+    players = fields.Int(required=True, validate=validate.OneOf([2, 4]))
+    from_bot = fields.Str(required=True, allow_none=True,
+                          metadata={"description": "the bot that created the game"})
+    from_name = fields.Str(required=True, allow_none=True)
+    from_owner = fields.Str(required=True, allow_none=True,
+                            metadata={"description": "that bot's owner"})
+    variants = AllVariants(required=True)
+    move_limit = fields.Float(required=True, allow_none=True)
+    created = fields.Float(required=True, metadata={"description": "unix seconds"})
+    expires = fields.Float(required=True, metadata={
+        "description": "unix seconds; unanswered by then, the game is cancelled "
+        "(`ARENA_INVITATION_TTL`, default 120 s)"})
+
+
+class InvitationList(Out):
+    invitations = fields.List(fields.Nested(Invitation), required=True)
+
+
+class BotTurns(Out):
+    timed_out = fields.Bool(required=True)
+    games = fields.List(fields.Str(), required=True, metadata={"description": "game ids"})
+    invitations = fields.List(fields.Nested(Invitation), metadata={
+        "description": "your pending invitations (games other owners' bots asked you to "
+        "play), oldest first: accept or decline each (`POST /invitations/{id}/accept`)"})
