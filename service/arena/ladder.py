@@ -90,6 +90,7 @@ import redis
 
 from service.arena import deals, ratings
 from service.arena import tournament_control as control
+from service.arena.clock import MAX_TIME_BANK_S
 from service.arena.games import Arena
 from service.arena.loop import BackgroundLoop
 from service.arena.status import ACTIVE, FINISHED, deadline_for, status_of, turn_bot
@@ -115,6 +116,7 @@ NAME_RE = r"[a-z0-9][a-z0-9_-]{0,31}"  # schemas.LADDER_NAME_RE, unanchored
 DEFAULTS: dict[str, Any] = {
     "ARENA_LADDERS": "",  # JSON: more ladders, {"name": {"players", "variants", "move_limit"}}
     "ARENA_LADDER_MOVE_LIMIT": 10.0,  # seconds a decision in a ladder game
+    "ARENA_LADDER_TIME_BANK": 30.0,  # seconds of time bank a seat (service.arena.clock)
     "ARENA_LADDER_PAUSE_TIMEOUTS": 3,  # timeouts in one game that pause a bot
     "ARENA_LADDER_REMATCH_WAIT": 3.0,  # seconds both must wait before a rematch
 }
@@ -126,17 +128,19 @@ class Ladder:
     players: int
     variants: dict[str, Any] = field(default_factory=dict)
     move_limit: float = 10.0
+    time_bank: float = 30.0
 
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "players": self.players,
                 "variants": Variants.from_dict(self.variants).to_dict(),
-                "move_limit": self.move_limit}
+                "move_limit": self.move_limit, "time_bank": self.time_bank}
 
 
 def declared(config: dict[str, Any]) -> dict[str, Ladder]:
     """The ladders a service runs: ``2p`` and ``4p`` (default rules) and the operator's."""
     limit = float(config.get("ARENA_LADDER_MOVE_LIMIT", DEFAULTS["ARENA_LADDER_MOVE_LIMIT"]))
-    out = {"2p": Ladder("2p", 2, {}, limit), "4p": Ladder("4p", 4, {}, limit)}
+    bank = float(config.get("ARENA_LADDER_TIME_BANK", DEFAULTS["ARENA_LADDER_TIME_BANK"]))
+    out = {"2p": Ladder("2p", 2, {}, limit, bank), "4p": Ladder("4p", 4, {}, limit, bank)}
     raw = config.get("ARENA_LADDERS") or ""
     extra = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
     for name, spec in extra.items():
@@ -150,7 +154,11 @@ def declared(config: dict[str, Any]) -> dict[str, Ladder]:
             variants = Variants.from_dict(spec.get("variants") or {}).changed()
         except InvalidVariants as exc:
             raise ValueError(f"ladder {name}: {exc}") from None
-        out[name] = Ladder(name, players, variants, float(spec.get("move_limit") or limit))
+        spec_bank = float(spec.get("time_bank", bank))
+        if not 0 <= spec_bank <= MAX_TIME_BANK_S:
+            raise ValueError(f"ladder {name}: time_bank must be 0 to {MAX_TIME_BANK_S:g} s")
+        out[name] = Ladder(name, players, variants, float(spec.get("move_limit") or limit),
+                           spec_bank)
     return out
 
 
@@ -566,6 +574,7 @@ class Ladders:
             "players": lad.players, "seed": match["seed"], "variants": lad.variants,
             "seats": seats, "names": [names.get(s or "", "") for s in seats],
             "created": int(time.time()), "creator": None, "move_limit": lad.move_limit,
+            "time_bank": lad.time_bank,
             "ladder": {"name": lad.name, "match": mid, "claimed": match["at"]},
         }
         deals.seal(meta, chosen=False)  # a random seed, committed to (docs/ratings.md)

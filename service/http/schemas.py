@@ -49,6 +49,17 @@ TIMEOUT_DOC = (
     "action for it (stand; give_one if legal, else run_pack; the lowest legal card: lowest "
     "rank, ties clubs, diamonds, hearts, spades) and records a timeout"
 )
+TIME_BANK_DOC = (
+    "seconds of time bank per seat (0 to 3600; 0: none): a decision that takes longer than "
+    "`move_limit` draws the excess from its seat's bank, and the default action is played "
+    "only once the bank is empty too (docs/bots.md, \"The clock\"). Needs a move limit"
+)
+BANK_LEFT_DOC = (
+    "seconds left in this seat's time bank (a spectator's view: the seat in turn's), as "
+    "at the start of the decision now due; null: the game has no bank. While the seat is "
+    "in turn its bank drains once `move_limit` has passed: `deadline` is the decision's "
+    "start + `move_limit` + `bank_left`"
+)
 
 
 class Pattern(validate.Regexp):
@@ -196,6 +207,8 @@ class GameCreate(Strict):
         validate=validate.Range(0.5, 3600),
         metadata={"description": TIMEOUT_DOC + "; omitted: no limit", "example": 10},
     )
+    time_bank = JsonNumber(validate=validate.Range(0, 3600),
+                           metadata={"description": TIME_BANK_DOC + "; omitted: none"})
     seats = fields.List(
         fields.Str(allow_none=True, validate=Pattern(ID_PATTERN)),
         metadata={
@@ -403,6 +416,8 @@ class GameSummary(Out):
                         metadata={"description": "the winning team, once over"})
     move_limit = fields.Float(required=True, allow_none=True,
                               metadata={"description": "seconds per decision, or null"})
+    time_bank = fields.Float(allow_none=True, metadata={
+        "description": "seconds of time bank each seat started with, or null (none)"})
     tournament = fields.Str(required=True, allow_none=True,
                             metadata={"description": "the tournament's id, if any"})
     ladder = fields.Str(required=True, allow_none=True, metadata={
@@ -548,10 +563,13 @@ class View(Out):
     seed_salt = fields.Str(allow_none=True, metadata={"description": SEED_SALT_DOC})
     move_limit = fields.Float(required=True, allow_none=True,
                               metadata={"description": "seconds per decision, or null"})
+    bank_left = fields.Float(required=True, allow_none=True,
+                             metadata={"description": BANK_LEFT_DOC})
     deadline = fields.Float(
         required=True, allow_none=True,
-        metadata={"description": "unix seconds (the service's clock) by which the seat in "
-                  "turn must act, or null (no limit, or nobody to act)"},
+        metadata={"description": "unix seconds (the service's clock) when the clock plays "
+                  "for the seat in turn (its move limit and what is left of its time bank "
+                  "both run out), or null (no limit, or nobody to act)"},
     )
     time_left = fields.Float(required=True, allow_none=True,
                              metadata={"description": "seconds until the deadline, at answer "
@@ -605,9 +623,23 @@ class InvitationList(Out):
     invitations = fields.List(fields.Nested(Invitation), required=True)
 
 
+class TurnClock(Out):
+    game_id = fields.Str(required=True)
+    seat = fields.Int(required=True, metadata={"description": "your seat in turn there"})
+    move_limit = fields.Float(required=True, allow_none=True,
+                              metadata={"description": "seconds per decision, or null"})
+    bank_left = fields.Float(required=True, allow_none=True,
+                             metadata={"description": BANK_LEFT_DOC})
+    deadline = fields.Float(required=True, allow_none=True, metadata={
+        "description": "unix seconds when the clock plays for you there, or null"})
+
+
 class BotTurns(Out):
     timed_out = fields.Bool(required=True)
     games = fields.List(fields.Str(), required=True, metadata={"description": "game ids"})
+    clocks = fields.List(fields.Nested(TurnClock), metadata={
+        "description": "per game of `games`, in its order: your seat's clock there "
+        "(docs/bots.md, \"The clock\")"})
     invitations = fields.List(fields.Nested(Invitation), metadata={
         "description": "your pending invitations (games other owners' bots asked you to "
         "play), oldest first: accept or decline each (`POST /invitations/{id}/accept`)"})
@@ -1003,6 +1035,8 @@ class TournamentCreate(Strict):
     variants = fields.Nested(VariantsIn, metadata={"description": "house rules"})
     move_limit = JsonNumber(validate=validate.Range(0.5, 3600),
                             metadata={"description": TIMEOUT_DOC})
+    time_bank = JsonNumber(validate=validate.Range(0, 3600),
+                           metadata={"description": TIME_BANK_DOC + "; omitted: none"})
     parallel = JsonInt(validate=validate.Range(1, 256), load_default=8,
                        metadata={"description": "at most this many of its games at once"})
     seed = JsonInt(validate=validate.Range(0, 2**63 - 1),
@@ -1043,6 +1077,8 @@ class TournamentSettings(Out):
     rounds = fields.Int(required=True)
     variants = AllVariants(required=True)
     move_limit = fields.Float(required=True, allow_none=True)
+    time_bank = fields.Float(allow_none=True, metadata={
+        "description": "seconds of time bank per seat, or null (none)"})
     parallel = fields.Int(required=True)
     seed = fields.Int(metadata={"description": "shown once the tournament is over"})
     no_show = fields.Float(required=True, allow_none=True,
@@ -1416,11 +1452,14 @@ class HouseGame(Out):
 # --- the ladder (service/arena/ladder.py) ---------------------------------------------------
 
 LADDER_NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,31}$"
-LADDER_STATES = ["waiting", "matched", "playing", "paused", "off"]
+LADDER_STATES = ["waiting", "matched", "playing", "paused", "validating", "not_admitted",
+                 "off"]
 LADDER_STATE_DOC = (
     "waiting: queued for a game; matched: an opponent is found and the game is being "
     "created; playing: in game_id; paused: not matched (see reason) until you join again; "
-    "off: not on the ladder")
+    "validating: your bot's first entry, playing its unrated validation game against a "
+    "house bot (validation_game) before it is queued; not_admitted: it timed out or "
+    "stalled in that game (see reason), join again to retry; off: not on the ladder")
 MAX_LADDER_GAMES = 100_000
 
 
@@ -1458,7 +1497,11 @@ class LadderEntry(Out):
     waiting_since = fields.Float(required=True, allow_none=True, metadata={
         "description": "unix seconds, while waiting"})
     reason = fields.Str(required=True, allow_none=True, metadata={
-        "description": "why you are paused (too many timeouts in one game)"})
+        "description": "why you are paused (too many timeouts in one game) or not admitted "
+        "(what happened in your validation game, and what to change)"})
+    validation_game = fields.Str(allow_none=True, metadata={
+        "description": "your bot's validation game (unrated, against a house bot), while "
+        "validating and once not admitted; null otherwise"})
     rating = fields.Nested(LadderRating, required=True)
 
 
@@ -1476,6 +1519,9 @@ class LadderSummary(Out):
         "description": "table size; in a 4-player game each bot holds both seats of its team"})
     variants = AllVariants(required=True)
     move_limit = fields.Float(required=True, metadata={"description": "seconds per decision"})
+    time_bank = fields.Float(metadata={
+        "description": "seconds of time bank per seat in its games (0: none; "
+        "`ARENA_LADDER_TIME_BANK` unless the ladder sets one)"})
     waiting = fields.Int(required=True, metadata={"description": "bots waiting for a game"})
     playing = fields.Int(required=True, metadata={"description": "bots in a ladder game"})
     rated = fields.Int(required=True, metadata={"description": "bots with a rating"})
