@@ -262,7 +262,8 @@ class Arena(Waiting):
     def _finished(self, game: Game, status: str) -> None:
         if status == FINISHED:
             self.announce_status(game, status)
-        if status != FINISHED or not (game.meta.get("tournament") or game.meta.get("ladder")):
+        if status != FINISHED or not (game.meta.get("tournament") or game.meta.get("ladder")
+                                      or game.meta.get("validation")):
             return
         for hook in self.on_finish:
             try:

@@ -94,6 +94,7 @@ from service.arena.clock import MAX_TIME_BANK_S
 from service.arena.games import Arena
 from service.arena.loop import BackgroundLoop
 from service.arena.status import ACTIVE, FINISHED, deadline_for, status_of, turn_bot
+from service.arena.validation import NOT_ADMITTED, VALIDATING, Validation
 from service.engine import InvalidVariants, Variants, new_game
 from service.engine.game import MAX_SEED
 from service.http.problems import Problem
@@ -102,7 +103,7 @@ from service.storage.store import Game
 log = logging.getLogger(__name__)
 
 WAITING, MATCHED, PLAYING, PAUSED, OFF = "waiting", "matched", "playing", "paused", "off"
-STATES = [WAITING, MATCHED, PLAYING, PAUSED, OFF]
+STATES = [WAITING, MATCHED, PLAYING, PAUSED, VALIDATING, NOT_ADMITTED, OFF]
 WINDOW = 5.0  # ordinal points two bots may differ by at once
 WIDEN_PER_S = 1.0  # ... plus this much per second waited
 CLAIM_LEASE_S = 10.0  # an unbound match older than this gets its game from any matchmaker
@@ -119,6 +120,7 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_LADDER_TIME_BANK": 30.0,  # seconds of time bank a seat (service.arena.clock)
     "ARENA_LADDER_PAUSE_TIMEOUTS": 3,  # timeouts in one game that pause a bot
     "ARENA_LADDER_REMATCH_WAIT": 3.0,  # seconds both must wait before a rematch
+    "ARENA_LADDER_VALIDATION": 1,  # a first entry plays a validation game (arena.validation)
 }
 
 
@@ -348,6 +350,7 @@ class Ladders:
                                              DEFAULTS["ARENA_LADDER_REMATCH_WAIT"]))
         self._cas = self.r.register_script(CAS)
         arena.on_finish.append(self._game_finished)
+        self.validation = Validation(self, config)  # a first entry's validation game
         self.provisional_games = int(config.get("ARENA_PROVISIONAL_GAMES",
                                                 ratings.DEFAULTS["ARENA_PROVISIONAL_GAMES"]))
         self.provisional_owners = int(config.get(
@@ -377,7 +380,7 @@ class Ladders:
     def _put(self, tx: Tx, name: str, bot: str, entry: dict[str, Any]) -> None:
         """Write a bot's entry and keep ``k_on`` in step with it."""
         tx.hset(self.k_entries(name), bot, _dump(entry))
-        if entry["state"] == OFF:
+        if entry["state"] in (OFF, NOT_ADMITTED):
             tx.zrem(self.k_on(name), bot)
         else:
             tx.zadd(self.k_on(name), bot, float(entry.get("joined") or 0))
@@ -417,9 +420,14 @@ class Ladders:
     def join(self, name: str, bot: str, games: int | None) -> dict[str, Any]:
         """Queue ``bot`` (idempotent: joining again updates the game count and resumes a
         paused bot; a bot in a game stays in it)."""
-        self.ladder(name)
+        lad = self.ladder(name)
         self.store.bots_played([bot])  # entered: kept for ever (service.storage.store)
         now = time.time()
+        raw = self.r.hget(self.k_entries(name), bot)
+        was = json.loads(raw) if raw else {}
+        check = None  # a first entry plays a validation game first (arena.validation)
+        if was.get("state") in (None, OFF, NOT_ADMITTED) and not was.get("busy"):
+            check = self.validation.start(lad, bot)
 
         def decide(tx: Tx) -> None:
             raw = tx.hget(self.k_entries(name), bot)
@@ -432,16 +440,21 @@ class Ladders:
                 if entry.get("state") == PAUSED:  # its timeouts there are forgiven
                     entry["forgiven"] = entry.get("game")
                 entry["state"] = PLAYING if entry.get("game") else MATCHED
-            elif entry.get("state") in (None, OFF, PAUSED):
+            elif entry.get("state") in (None, OFF, PAUSED, NOT_ADMITTED):
                 if entry.get("state") != PAUSED:
                     entry["joined"] = now
                 entry["state"] = WAITING
                 entry["since"] = now
+                if check is not None:
+                    entry.update(state=VALIDATING, validation=check)
             tx.multi()
             self._put(tx, name, bot, entry)
 
         self._transact(name, decide)
-        return self.entry(name, bot)
+        out = self.entry(name, bot)
+        if check is not None and out["validation_game"] != check:  # raced: nobody's game
+            self.validation.drop(check)
+        return out
 
     def leave(self, name: str, bot: str) -> dict[str, Any]:
         """Stop matching ``bot``; a game it is in is played out (and rated)."""
@@ -452,7 +465,7 @@ class Ladders:
             if not raw:
                 return
             entry = json.loads(raw)
-            if entry["state"] in (WAITING, PAUSED):
+            if entry["state"] in (WAITING, PAUSED, VALIDATING, NOT_ADMITTED):
                 entry["state"] = OFF
             elif entry["state"] in (MATCHED, PLAYING):
                 entry["leaving"] = True
@@ -497,6 +510,8 @@ class Ladders:
             "game_id": entry.get("game") if entry.get("busy") else None,
             "waiting_since": entry.get("since") if state == WAITING else None,
             "reason": entry.get("reason"),
+            "validation_game": entry.get("validation")
+            if state in (VALIDATING, NOT_ADMITTED) else None,
             "rating": {**ratings.shown(rating), "games": rating["games"],
                        "wins": rating["wins"],
                        "provisional": ratings.provisional(rraw and rating,
@@ -734,6 +749,7 @@ class Ladders:
         (their process died), pause bots over the timeout limit, create the games of claims
         whose claimer died."""
         for name in self.ladders:
+            self.validation.check_all(name)  # validation games (arena.validation)
             for mid in self.r.hkeys(self.k_matches(name)):
                 try:
                     self.settle(name, mid.decode())
