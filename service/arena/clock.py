@@ -80,12 +80,13 @@ def clock_of(meta: dict[str, Any], seat: int | None, deadline: float | None
 
 def turn_clocks(store: Any, bot_id: str, game_ids: list[str]) -> list[dict[str, Any]]:
     """``bot_id``'s clock in each of ``game_ids`` (the games where it is its turn, as
-    ``GET /bots/me/turns`` lists them): ``schemas.TurnClock``, in their order. A game
-    that is gone or no longer the bot's turn by the time it is read is left out."""
+    ``GET /bots/me/turns`` lists them) that has a move limit: ``schemas.TurnClock``, in
+    their order. A game that is gone or no longer the bot's turn by the time it is read
+    is left out, and so is a game without a clock."""
     out = []
     for gid in game_ids:
         game = store.get_game(gid)
-        if game is None or game.status != "active":
+        if game is None or game.status != "active" or not game.meta.get("move_limit"):
             continue
         seat = game.state.turn
         if game.seats[seat] != bot_id:

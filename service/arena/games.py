@@ -458,7 +458,9 @@ class Arena(Waiting):
         since = time.time() if invitations_after is None else invitations_after
         answer = self.wait_bot_turns(bot_id, timeout, playing,
                                      lambda: self.invitations.has_new(bot_id, since))
-        answer["clocks"] = clock.turn_clocks(self.store, bot_id, answer["games"])
+        clocks = clock.turn_clocks(self.store, bot_id, answer["games"])
+        if clocks:  # only when a game listed has a move limit (schemas.BotTurns)
+            answer["clocks"] = clocks
         answer["invitations"] = self.invitations.pending(bot_id)
         if answer["invitations"] and answer["timed_out"] and timeout > 0:
             answer["timed_out"] = not self.invitations.has_new(bot_id, since)

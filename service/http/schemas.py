@@ -638,8 +638,9 @@ class BotTurns(Out):
     timed_out = fields.Bool(required=True)
     games = fields.List(fields.Str(), required=True, metadata={"description": "game ids"})
     clocks = fields.List(fields.Nested(TurnClock), metadata={
-        "description": "per game of `games`, in its order: your seat's clock there "
-        "(docs/bots.md, \"The clock\")"})
+        "description": "per game of `games` that has a move limit, in their order: your "
+        "seat's clock there (docs/bots.md, \"The clock\"); absent when no game listed "
+        "has one"})
     invitations = fields.List(fields.Nested(Invitation), metadata={
         "description": "your pending invitations (games other owners' bots asked you to "
         "play), oldest first: accept or decline each (`POST /invitations/{id}/accept`)"})

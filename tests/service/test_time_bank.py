@@ -106,8 +106,8 @@ def test_every_payload_carries_the_seat_s_clock(app, api):
     assert turns.status_code == 200 and turns.json["games"] == [g["id"]]
     assert turns.json["clocks"] == [{"game_id": g["id"], "seat": seat, **clock}]
     idle = tb if token == ta else ta  # the other bot: not its turn anywhere
-    assert api.c.get("/bots/me/turns", headers=api.auth(idle),
-                     query_string={"timeout": 0}).json["clocks"] == []
+    assert "clocks" not in api.c.get("/bots/me/turns", headers=api.auth(idle),
+                                     query_string={"timeout": 0}).json
     # an action's answer: the clock of the seat that acted (its bank whole: it was quick)
     v = seat_view(api, g["id"], token, seat)
     r = api.act(g["id"], token, v["legal_actions"][0], version=v["version"])
