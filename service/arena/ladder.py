@@ -6,7 +6,9 @@ service always runs ``2p`` and ``4p`` with the default rules; an operator declar
 A bot joins (``POST /ladders/{name}/entry``, optionally for a number of games), leaves at
 any time (``DELETE``; a game it is in is played out), and reads its entry: ``waiting``,
 ``matched`` (its game is being created), ``playing`` (``game_id``), ``paused`` (with a
-``reason``) or ``off``. As in tournaments, each side of a game is one bot: in a 4-player
+``reason``), ``validating`` or ``not_admitted`` (a bot's first entry plays a validation
+game against the house first: ``service.arena.validation``) or ``off``. As in
+tournaments, each side of a game is one bot: in a 4-player
 ladder game a bot holds both seats of its team (0 and 2, or 1 and 3). Ladder games are
 ordinary games with a move limit (``ARENA_LADDER_MOVE_LIMIT`` unless the ladder sets one).
 

@@ -153,3 +153,21 @@ def test_a_ladder_game_has_the_ladder_s_bank(app, api):
     lad = app.extensions["ladders"]
     assert lad.ladder("2p").time_bank == 30  # ARENA_LADDER_TIME_BANK's default
     assert api.c.get("/ladders/2p").json["time_bank"] == 30
+
+
+def test_a_bank_changes_no_view_but_the_clock_hidden_cards_stay_hidden(api):
+    """The bank is the arena's, not the engine's: with and without one, a seat and a
+    spectator see exactly the same game (no card it has not seen), bar the clock."""
+    (a, ta), (b, tb) = api.bot("a"), api.bot("b")
+    plain = api.game(ta, 2, seats=[a, b], seed=31, move_limit=60)
+    banked = api.game(ta, 2, seats=[a, b], seed=31, move_limit=60, time_bank=40)
+    clockish = {"id", "bank_left", "deadline", "time_left", "updated_at"}
+    for token, seat in ((None, None), (ta, 0), (tb, 1)):
+        q = {} if seat is None else {"seat": seat}
+        p = api.view(plain["id"], token, **q).json
+        k = api.view(banked["id"], token, **q).json
+        assert {x: y for x, y in p.items() if x not in clockish} == \
+            {x: y for x, y in k.items() if x not in clockish}
+        assert p["bank_left"] is None and k["bank_left"] == 40
+        if seat is not None:
+            assert k["hand"] and "hands" not in k  # its own cards only, while live
