@@ -33,9 +33,10 @@ MAX_TIME_BANK_S = 3600.0  # the largest bank a game, tournament or ladder may gi
 
 
 def bank_of(meta: dict[str, Any], seat: int | None) -> float | None:
-    """Seconds left in ``seat``'s bank (None: the game has no bank, or no seat)."""
+    """Seconds left in ``seat``'s bank (None: the game has no bank, no move limit for
+    it to extend, or no seat)."""
     start = meta.get("time_bank")
-    if not start or seat is None:
+    if not start or seat is None or not meta.get("move_limit"):
         return None
     banks = meta.get("banks")
     return float(banks[seat]) if banks else float(start)

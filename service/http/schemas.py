@@ -52,7 +52,8 @@ TIMEOUT_DOC = (
 TIME_BANK_DOC = (
     "seconds of time bank per seat (0 to 3600; 0: none): a decision that takes longer than "
     "`move_limit` draws the excess from its seat's bank, and the default action is played "
-    "only once the bank is empty too (docs/bots.md, \"The clock\"). Needs a move limit"
+    "only once the bank is empty too (docs/bots.md, \"The clock\"). Applies only with a "
+    "move limit"
 )
 BANK_LEFT_DOC = (
     "seconds left in this seat's time bank (a spectator's view: the seat in turn's), as "

@@ -130,6 +130,11 @@ def test_a_bad_time_bank_is_refused_and_makes_nothing(api):
     assert api.c.get("/games").json["items"] == []
     ok = api.game(ta, 2, move_limit=5, time_bank=0)  # 0: no bank
     assert ok["time_bank"] is None
+    # a bank with no move limit has nothing to extend: no bank shown, no deadline
+    (a, ta2), (b, _) = api.bot("c"), api.bot("d")
+    g = api.game(ta2, 2, seats=[a, b], time_bank=30)
+    v = api.view(g["id"], ta2, seat=0).json
+    assert v["bank_left"] is None and v["deadline"] is None
 
 
 def test_a_tournament_gives_its_games_the_bank_it_was_created_with(app, api):

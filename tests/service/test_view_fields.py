@@ -33,7 +33,8 @@ def schema_view(game: Game, engine_view: dict[str, Any], version: int, status: s
         "your_turn": bool(engine_view["legal_actions"]) and status == ACTIVE,
         "move_limit": game.meta.get("move_limit"),
         # the view's seat's time bank; a spectator's: the seat in turn's (docs/bots.md)
-        "bank_left": None if not game.meta.get("time_bank") else (
+        "bank_left": None if not (game.meta.get("time_bank")
+                                  and game.meta.get("move_limit")) else (
             game.meta.get("banks") or [game.meta["time_bank"]] * game.players)[
                 engine_view["seat"] if engine_view["seat"] is not None
                 else engine_view["turn"]] if engine_view["seat"] is not None
