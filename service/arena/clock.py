@@ -53,17 +53,19 @@ def draw(meta: dict[str, Any], deadline: float | None, seat: int, now: float
     excess = now - (deadline - bank)  # past the move limit's end
     if excess <= 0:
         return None
-    return _with_bank(meta, seat, round(max(0.0, bank - excess), 3))
+    return with_bank(meta, seat, round(max(0.0, bank - excess), 3))
 
 
 def exhausted(meta: dict[str, Any], seat: int) -> dict[str, Any]:
     """The meta once the clock has played for ``seat``: its bank is spent."""
     if not bank_of(meta, seat):
         return meta
-    return _with_bank(meta, seat, 0.0)
+    return with_bank(meta, seat, 0.0)
 
 
-def _with_bank(meta: dict[str, Any], seat: int, left: float) -> dict[str, Any]:
+def with_bank(meta: dict[str, Any], seat: int, left: float) -> dict[str, Any]:
+    """The meta with ``seat``'s bank at ``left`` seconds (a replayed answer shows the bank
+    it had)."""
     banks = list(meta.get("banks") or [float(meta["time_bank"])] * int(meta["players"]))
     banks[seat] = left
     return {**meta, "banks": banks}

@@ -763,7 +763,8 @@ class Arena(Waiting):
             action=action,
             status=status,
             idem_key=idem_key,
-            idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}|{updated:.6f}",
+            idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}|{updated:.6f}"
+            + (f"|{bank}" if (bank := clock.bank_of(game.meta, seat)) is not None else ""),
             idem_bot=bot_id,
             old_turn_bot=old_bot,
             new_turn_bot=new_bot,
@@ -835,11 +836,15 @@ class Arena(Waiting):
     def _replay_answer(self, game: Game, stored: str, body_hash: str
                        ) -> dict[str, Any]:
         """The answer first given for an Idempotency-Key, rebuilt from the action log
-        (with the deadline it had; only ``time_left`` is counted again)."""
-        parts = stored.split("|")  # hash|ply|seat|deadline|updated|version (see _try_act)
+        (with the deadline and time bank it had; only ``time_left`` is counted again)."""
+        # hash|ply|seat|deadline|updated[|bank]|version (see _try_act)
+        parts = stored.split("|")
         want_hash, ply, seat, version = parts[0], parts[1], parts[2], parts[-1]
         deadline = float(parts[3]) if len(parts) >= 5 and parts[3] else None
         updated = float(parts[4]) if len(parts) >= 6 and parts[4] else None
+        if len(parts) >= 7:  # the seat's time bank as answered then (service.arena.clock)
+            game = dataclasses.replace(
+                game, meta=clock.with_bank(game.meta, int(seat), float(parts[5])))
         if want_hash != body_hash:
             raise Problem("idempotency-key-reused",
                           "this Idempotency-Key was first used with a different request")

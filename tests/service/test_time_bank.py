@@ -176,3 +176,30 @@ def test_a_bank_changes_no_view_but_the_clock_hidden_cards_stay_hidden(api):
         assert p["bank_left"] is None and k["bank_left"] == 40
         if seat is not None:
             assert k["hand"] and "hands" not in k  # its own cards only, while live
+
+
+def test_a_retried_action_gets_the_bank_it_was_first_answered_with(app, api):
+    """An Idempotency-Key's replay shows the seat's bank as the first answer did, though
+    the bank has been drawn on since."""
+    (a, ta), (b, tb) = api.bot("a"), api.bot("b")
+    tokens = {a: ta, b: tb}
+    g = api.game(ta, 2, seats=[a, b], seed=4, move_limit=0.5, time_bank=20)
+    spec = api.view(g["id"]).json
+    seat = spec["turn"]
+    token = tokens[spec["seats"][seat]["bot_id"]]
+    v = api.view(g["id"], token, seat=seat).json
+    key = {"Idempotency-Key": "k-bank-1"}
+    first = api.act(g["id"], token, v["legal_actions"][0], headers=key,
+                    version=v["version"], seat=seat)
+    assert first.status_code == 200 and first.json["bank_left"] == 20
+    # the seat's bank drawn on afterwards (as a slow later decision would)
+    store = app.extensions["arena"].store
+    game = store.get_game(g["id"])
+    meta = {**game.meta, "banks": [7.5, 7.5]}
+    assert store.commit(game, meta=meta, status=game.status, deadline=game.deadline,
+                        turn_seat=game.state.turn)[0] == 1
+    again = api.act(g["id"], token, v["legal_actions"][0], headers=key,
+                    version=v["version"], seat=seat)
+    assert again.status_code == 200
+    assert again.json["bank_left"] == 20 and again.json["deadline"] == first.json["deadline"]
+    assert api.view(g["id"], token, seat=seat).json["bank_left"] == 7.5
