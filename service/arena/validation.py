@@ -192,7 +192,10 @@ class Validation:
             lad._put(tx, name, bot, e)
             return str(e["state"])
 
-        return lad._transact(name, decide)
+        state = lad._transact(name, decide)
+        if again is not None and state is None:  # raced: nobody's game
+            self.drop(again)
+        return state
 
     def check_all(self, name: str) -> None:
         """The repair pass over ladder ``name``: every entry still validating."""
