@@ -279,8 +279,8 @@ class BotRunner:
             log.warning("%s: leaving ladder %s: %s", self.name, self.ladder, exc)
 
     def _check_ladder(self, busy: Collection[str]) -> None:
-        """Idle on a ladder: stop when the service paused the bot (saying why) or its games
-        are done (``off``)."""
+        """Idle on a ladder: stop when the service paused the bot or did not admit it
+        (saying why), or its games are done (``off``)."""
         now = time.monotonic()
         if not self.ladder or self._left or busy or now - self._ladder_checked < self.check_every:
             return
@@ -292,6 +292,10 @@ class BotRunner:
             return
         if entry["state"] == "paused" and not entry["game_id"]:
             log.warning("%s: paused on ladder %s: %s", self.name, self.ladder, entry["reason"])
+            self.stop()
+        elif entry["state"] == "not_admitted":  # its validation game (docs/ladder.md)
+            log.warning("%s: not admitted to ladder %s: %s", self.name, self.ladder,
+                        entry["reason"])
             self.stop()
         elif entry["state"] == "off" and not self._open:
             log.info("%s: ladder %s: no more games to play", self.name, self.ladder)

@@ -10,6 +10,7 @@ which seat, compare-and-set retries and idempotent replies; waiting for changes 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -21,7 +22,7 @@ from typing import Any
 
 from service import metrics
 from service.addresses import network_of
-from service.arena import deals
+from service.arena import clock, deals
 from service.arena.fanout import Feed
 from service.arena.invitations import Invitations, seat_invited
 from service.arena.owners import HOUSE_OWNER, Owners
@@ -129,6 +130,9 @@ def view_of(game: Game, engine_view: dict[str, Any], version: int, status: str,
         out["seed"] = v["seed"]
         out["seed_salt"] = game.meta.get("seed_salt")  # revealed with the seed (deals)
     out["move_limit"] = float(limit) if limit is not None else None
+    # the view's seat's bank (a spectator: the seat in turn's), service.arena.clock
+    out["bank_left"] = clock.bank_of(game.meta, v["seat"] if v["seat"] is not None
+                                     else v["turn"] if active else None)
     if deadline is None:
         out["deadline"] = out["time_left"] = None
     else:
@@ -259,7 +263,8 @@ class Arena(Waiting):
     def _finished(self, game: Game, status: str) -> None:
         if status == FINISHED:
             self.announce_status(game, status)
-        if status != FINISHED or not (game.meta.get("tournament") or game.meta.get("ladder")):
+        if status != FINISHED or not (game.meta.get("tournament") or game.meta.get("ladder")
+                                      or game.meta.get("validation")):
             return
         for hook in self.on_finish:
             try:
@@ -430,6 +435,8 @@ class Arena(Waiting):
         persons = self.store.persons(named)
         if persons:  # kept for less once finished (``Store.game_ttl``)
             meta["person"] = 1
+        if body.get("time_bank"):
+            meta["time_bank"] = body["time_bank"]  # seconds a seat (service.arena.clock)
         if body.get("move_limit"):
             meta["move_limit"] = body["move_limit"]
         elif persons:
@@ -450,6 +457,9 @@ class Arena(Waiting):
         since = time.time() if invitations_after is None else invitations_after
         answer = self.wait_bot_turns(bot_id, timeout, playing,
                                      lambda: self.invitations.has_new(bot_id, since))
+        clocks = clock.turn_clocks(self.store, bot_id, answer["games"])
+        if clocks:  # only when a game listed has a move limit (schemas.BotTurns)
+            answer["clocks"] = clocks
         answer["invitations"] = self.invitations.pending(bot_id)
         if answer["invitations"] and answer["timed_out"] and timeout > 0:
             answer["timed_out"] = not self.invitations.has_new(bot_id, since)
@@ -509,6 +519,7 @@ class Arena(Waiting):
             "scores": list(state.scores),
             "winner": state.winner,
             "move_limit": game.meta.get("move_limit"),
+            "time_bank": game.meta.get("time_bank") or None,
             "tournament": (game.meta.get("tournament") or {}).get("id"),
             "ladder": (game.meta.get("ladder") or {}).get("name"),
             "updated_at": game.updated,
@@ -738,17 +749,21 @@ class Arena(Waiting):
             if guess:
                 return None
             raise
-        state, new_state, seat, status, deadline = judged
+        state, new_state, seat, status, deadline, meta = judged
+        if meta is not None:  # the seat drew on its time bank: a copy, the cache keeps game
+            game = dataclasses.replace(game, meta=meta)
         old_bot = turn_bot(state, game.seats, game.status)
         new_bot = turn_bot(new_state, game.seats, status)
         updated = commit_time()
         code, value = self.store.commit(
             game,
             state=new_state,
+            meta=meta,
             action=action,
             status=status,
             idem_key=idem_key,
-            idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}|{updated:.6f}",
+            idem_value=f"{body_hash}|{new_state.ply}|{seat}|{deadline or ''}|{updated:.6f}"
+            + (f"|{bank}" if (bank := clock.bank_of(game.meta, seat)) is not None else ""),
             idem_bot=bot_id,
             old_turn_bot=old_bot,
             new_turn_bot=new_bot,
@@ -776,9 +791,10 @@ class Arena(Waiting):
         return None
 
     def _judge(self, game: Game, bot_id: str, body: dict[str, Any], if_match: int | None,
-               action: int) -> tuple[State, State, int, str, float | None]:
+               action: int
+               ) -> tuple[State, State, int, str, float | None, dict[str, Any] | None]:
         """The action judged on ``game`` (raises when refused): (state, new state, seat,
-        status, deadline)."""
+        status, deadline, the new meta if the seat drew on its time bank, else None)."""
         if game.status == WAITING:
             raise Problem("game-not-started", "the game is waiting for players")
         if game.status == FINISHED and not game.state.is_over:
@@ -799,7 +815,10 @@ class Arena(Waiting):
                           current_version=game.version)
         new_state, _ = apply(state, action, seat=seat)
         status = status_of(new_state, game.seats)
-        return state, new_state, seat, status, deadline_for(game.meta, new_state, status)
+        now = time.time()
+        meta = clock.draw(game.meta, game.deadline, seat, now)
+        return (state, new_state, seat, status,
+                deadline_for(meta or game.meta, new_state, status, now), meta)
 
     def _acting_seat(self, game: Game, bot_id: str, seat: int | None, state: State) -> int:
         held = [i for i, b in enumerate(game.seats) if b == bot_id]
@@ -816,11 +835,15 @@ class Arena(Waiting):
     def _replay_answer(self, game: Game, stored: str, body_hash: str
                        ) -> dict[str, Any]:
         """The answer first given for an Idempotency-Key, rebuilt from the action log
-        (with the deadline it had; only ``time_left`` is counted again)."""
-        parts = stored.split("|")  # hash|ply|seat|deadline|updated|version (see _try_act)
+        (with the deadline and time bank it had; only ``time_left`` is counted again)."""
+        # hash|ply|seat|deadline|updated[|bank]|version (see _try_act)
+        parts = stored.split("|")
         want_hash, ply, seat, version = parts[0], parts[1], parts[2], parts[-1]
         deadline = float(parts[3]) if len(parts) >= 5 and parts[3] else None
         updated = float(parts[4]) if len(parts) >= 6 and parts[4] else None
+        if len(parts) >= 7:  # the seat's time bank as answered then (service.arena.clock)
+            game = dataclasses.replace(
+                game, meta=clock.with_bank(game.meta, int(seat), float(parts[5])))
         if want_hash != body_hash:
             raise Problem("idempotency-key-reused",
                           "this Idempotency-Key was first used with a different request")
@@ -888,7 +911,7 @@ class Arena(Waiting):
         status = status_of(new_state, game.seats)
         timeouts = [*game.meta.get("timeouts", []),
                     {"seat": seat, "ply": new_state.ply, "action": action_name(action)}]
-        meta = {**game.meta, "timeouts": timeouts}
+        meta = {**clock.exhausted(game.meta, seat), "timeouts": timeouts}
         code, _ = self.store.commit(
             game,
             state=new_state,

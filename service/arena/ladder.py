@@ -6,7 +6,9 @@ service always runs ``2p`` and ``4p`` with the default rules; an operator declar
 A bot joins (``POST /ladders/{name}/entry``, optionally for a number of games), leaves at
 any time (``DELETE``; a game it is in is played out), and reads its entry: ``waiting``,
 ``matched`` (its game is being created), ``playing`` (``game_id``), ``paused`` (with a
-``reason``) or ``off``. As in tournaments, each side of a game is one bot: in a 4-player
+``reason``), ``validating`` or ``not_admitted`` (a bot's first entry plays a validation
+game against the house first: ``service.arena.validation``) or ``off``. As in
+tournaments, each side of a game is one bot: in a 4-player
 ladder game a bot holds both seats of its team (0 and 2, or 1 and 3). Ladder games are
 ordinary games with a move limit (``ARENA_LADDER_MOVE_LIMIT`` unless the ladder sets one).
 
@@ -90,10 +92,12 @@ import redis
 
 from service.arena import deals, ratings
 from service.arena import tournament_control as control
+from service.arena.clock import MAX_TIME_BANK_S
 from service.arena.games import Arena
 from service.arena.loop import BackgroundLoop
 from service.arena.problems import Problem
 from service.arena.status import ACTIVE, FINISHED, deadline_for, status_of, turn_bot
+from service.arena.validation import NOT_ADMITTED, VALIDATING, Validation
 from service.engine import InvalidVariants, Variants, new_game
 from service.engine.game import MAX_SEED
 from service.storage.store import Game
@@ -101,7 +105,7 @@ from service.storage.store import Game
 log = logging.getLogger(__name__)
 
 WAITING, MATCHED, PLAYING, PAUSED, OFF = "waiting", "matched", "playing", "paused", "off"
-STATES = [WAITING, MATCHED, PLAYING, PAUSED, OFF]
+STATES = [WAITING, MATCHED, PLAYING, PAUSED, VALIDATING, NOT_ADMITTED, OFF]
 WINDOW = 5.0  # ordinal points two bots may differ by at once
 WIDEN_PER_S = 1.0  # ... plus this much per second waited
 CLAIM_LEASE_S = 10.0  # an unbound match older than this gets its game from any matchmaker
@@ -115,8 +119,10 @@ NAME_RE = r"[a-z0-9][a-z0-9_-]{0,31}"  # schemas.LADDER_NAME_RE, unanchored
 DEFAULTS: dict[str, Any] = {
     "ARENA_LADDERS": "",  # JSON: more ladders, {"name": {"players", "variants", "move_limit"}}
     "ARENA_LADDER_MOVE_LIMIT": 10.0,  # seconds a decision in a ladder game
+    "ARENA_LADDER_TIME_BANK": 30.0,  # seconds of time bank a seat (service.arena.clock)
     "ARENA_LADDER_PAUSE_TIMEOUTS": 3,  # timeouts in one game that pause a bot
     "ARENA_LADDER_REMATCH_WAIT": 3.0,  # seconds both must wait before a rematch
+    "ARENA_LADDER_VALIDATION": 1,  # a first entry plays a validation game (arena.validation)
 }
 
 
@@ -126,17 +132,19 @@ class Ladder:
     players: int
     variants: dict[str, Any] = field(default_factory=dict)
     move_limit: float = 10.0
+    time_bank: float = 30.0
 
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "players": self.players,
                 "variants": Variants.from_dict(self.variants).to_dict(),
-                "move_limit": self.move_limit}
+                "move_limit": self.move_limit, "time_bank": self.time_bank}
 
 
 def declared(config: dict[str, Any]) -> dict[str, Ladder]:
     """The ladders a service runs: ``2p`` and ``4p`` (default rules) and the operator's."""
     limit = float(config.get("ARENA_LADDER_MOVE_LIMIT", DEFAULTS["ARENA_LADDER_MOVE_LIMIT"]))
-    out = {"2p": Ladder("2p", 2, {}, limit), "4p": Ladder("4p", 4, {}, limit)}
+    bank = float(config.get("ARENA_LADDER_TIME_BANK", DEFAULTS["ARENA_LADDER_TIME_BANK"]))
+    out = {"2p": Ladder("2p", 2, {}, limit, bank), "4p": Ladder("4p", 4, {}, limit, bank)}
     raw = config.get("ARENA_LADDERS") or ""
     extra = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
     for name, spec in extra.items():
@@ -150,7 +158,11 @@ def declared(config: dict[str, Any]) -> dict[str, Ladder]:
             variants = Variants.from_dict(spec.get("variants") or {}).changed()
         except InvalidVariants as exc:
             raise ValueError(f"ladder {name}: {exc}") from None
-        out[name] = Ladder(name, players, variants, float(spec.get("move_limit") or limit))
+        spec_bank = float(spec.get("time_bank", bank))
+        if not 0 <= spec_bank <= MAX_TIME_BANK_S:
+            raise ValueError(f"ladder {name}: time_bank must be 0 to {MAX_TIME_BANK_S:g} s")
+        out[name] = Ladder(name, players, variants, float(spec.get("move_limit") or limit),
+                           spec_bank)
     return out
 
 
@@ -340,6 +352,7 @@ class Ladders:
                                              DEFAULTS["ARENA_LADDER_REMATCH_WAIT"]))
         self._cas = self.r.register_script(CAS)
         arena.on_finish.append(self._game_finished)
+        self.validation = Validation(self, config)  # a first entry's validation game
         self.provisional_games = int(config.get("ARENA_PROVISIONAL_GAMES",
                                                 ratings.DEFAULTS["ARENA_PROVISIONAL_GAMES"]))
         self.provisional_owners = int(config.get(
@@ -369,7 +382,7 @@ class Ladders:
     def _put(self, tx: Tx, name: str, bot: str, entry: dict[str, Any]) -> None:
         """Write a bot's entry and keep ``k_on`` in step with it."""
         tx.hset(self.k_entries(name), bot, _dump(entry))
-        if entry["state"] == OFF:
+        if entry["state"] in (OFF, NOT_ADMITTED):
             tx.zrem(self.k_on(name), bot)
         else:
             tx.zadd(self.k_on(name), bot, float(entry.get("joined") or 0))
@@ -409,9 +422,14 @@ class Ladders:
     def join(self, name: str, bot: str, games: int | None) -> dict[str, Any]:
         """Queue ``bot`` (idempotent: joining again updates the game count and resumes a
         paused bot; a bot in a game stays in it)."""
-        self.ladder(name)
+        lad = self.ladder(name)
         self.store.bots_played([bot])  # entered: kept for ever (service.storage.store)
         now = time.time()
+        raw = self.r.hget(self.k_entries(name), bot)
+        was = json.loads(raw) if raw else {}
+        check = None  # a first entry plays a validation game first (arena.validation)
+        if was.get("state") in (None, OFF, NOT_ADMITTED) and not was.get("busy"):
+            check = self.validation.start(lad, bot)
 
         def decide(tx: Tx) -> None:
             raw = tx.hget(self.k_entries(name), bot)
@@ -424,16 +442,21 @@ class Ladders:
                 if entry.get("state") == PAUSED:  # its timeouts there are forgiven
                     entry["forgiven"] = entry.get("game")
                 entry["state"] = PLAYING if entry.get("game") else MATCHED
-            elif entry.get("state") in (None, OFF, PAUSED):
+            elif entry.get("state") in (None, OFF, PAUSED, NOT_ADMITTED):
                 if entry.get("state") != PAUSED:
                     entry["joined"] = now
                 entry["state"] = WAITING
                 entry["since"] = now
+                if check is not None:
+                    entry.update(state=VALIDATING, validation=check)
             tx.multi()
             self._put(tx, name, bot, entry)
 
         self._transact(name, decide)
-        return self.entry(name, bot)
+        out = self.entry(name, bot)
+        if check is not None and out["validation_game"] != check:  # raced: nobody's game
+            self.validation.drop(check)
+        return out
 
     def leave(self, name: str, bot: str) -> dict[str, Any]:
         """Stop matching ``bot``; a game it is in is played out (and rated)."""
@@ -444,7 +467,7 @@ class Ladders:
             if not raw:
                 return
             entry = json.loads(raw)
-            if entry["state"] in (WAITING, PAUSED):
+            if entry["state"] in (WAITING, PAUSED, VALIDATING, NOT_ADMITTED):
                 entry["state"] = OFF
             elif entry["state"] in (MATCHED, PLAYING):
                 entry["leaving"] = True
@@ -489,6 +512,8 @@ class Ladders:
             "game_id": entry.get("game") if entry.get("busy") else None,
             "waiting_since": entry.get("since") if state == WAITING else None,
             "reason": entry.get("reason"),
+            "validation_game": entry.get("validation")
+            if state in (VALIDATING, NOT_ADMITTED) else None,
             "rating": {**ratings.shown(rating), "games": rating["games"],
                        "wins": rating["wins"],
                        "provisional": ratings.provisional(rraw and rating,
@@ -566,6 +591,7 @@ class Ladders:
             "players": lad.players, "seed": match["seed"], "variants": lad.variants,
             "seats": seats, "names": [names.get(s or "", "") for s in seats],
             "created": int(time.time()), "creator": None, "move_limit": lad.move_limit,
+            "time_bank": lad.time_bank,
             "ladder": {"name": lad.name, "match": mid, "claimed": match["at"]},
         }
         deals.seal(meta, chosen=False)  # a random seed, committed to (docs/ratings.md)
@@ -725,6 +751,7 @@ class Ladders:
         (their process died), pause bots over the timeout limit, create the games of claims
         whose claimer died."""
         for name in self.ladders:
+            self.validation.check_all(name)  # validation games (arena.validation)
             for mid in self.r.hkeys(self.k_matches(name)):
                 try:
                     self.settle(name, mid.decode())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from service.arena.clock import bank_of
 from service.engine import State
 
 WAITING, ACTIVE, FINISHED = "waiting", "active", "finished"
@@ -30,13 +31,16 @@ def turn_bot(state: State, seats: list[str | None], status: str) -> str | None:
 
 def deadline_for(meta: dict[str, Any], state: State, status: str,
                  now: float | None = None) -> float | None:
-    """When the decision now due must be made: the move limit from now (the service's
-    clock), or None when the game has no limit or nobody is to act. Every action starts
-    a new decision, even when the same seat acts again (a trick winner leading)."""
+    """When the clock plays for the decision now due: the move limit from now (the
+    service's clock) plus what is left in the bank of the seat in turn
+    (``service.arena.clock``), or None when the game has no limit or nobody is to act.
+    Every action starts a new decision, even when the same seat acts again (a trick
+    winner leading)."""
     limit = meta.get("move_limit")
     if not limit or status != ACTIVE or state.is_over:
         return None
-    return round((time.time() if now is None else now) + float(limit), 3)
+    bank = bank_of(meta, state.turn) or 0.0
+    return round((time.time() if now is None else now) + float(limit) + bank, 3)
 
 
 def embargo_key(prefix: str) -> str:

@@ -160,6 +160,7 @@ class Tournaments(TournamentViews):
             else n - 1 + n % 2,
             "variants": variants.changed(),
             "move_limit": body.get("move_limit"),
+            "time_bank": body.get("time_bank") or None,  # seconds a seat (arena.clock)
             "parallel": body.get("parallel", 8),
             "seed": body["seed"] if body.get("seed") is not None
             else secrets.randbelow(MAX_SEED + 1),
@@ -491,6 +492,8 @@ class Tournaments(TournamentViews):
             pipe.sadd(embargo_key(self.p), meta["embargo"])
         if settings.get("move_limit"):
             meta["move_limit"] = settings["move_limit"]
+        if settings.get("time_bank"):
+            meta["time_bank"] = settings["time_bank"]
         return self.store.add_game(pipe, meta, state, status, turn_bot(state, seats, status),
                                    deadline_for(meta, state, status))
 

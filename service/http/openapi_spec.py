@@ -80,6 +80,10 @@ the record (`timeouts`) and the tournament standings. The default actions:
 `stand` (stand or beg); `give_one` if legal, else `run_pack` (give one or run the pack);
 the lowest legal card when playing (lowest rank, Two lowest; ties clubs, diamonds,
 hearts, spades). A move that arrives before the deadline always wins over the timeout.
+With a `time_bank` (seconds per seat) a decision slower than `move_limit` draws the
+excess from its seat's bank (`view.bank_left`), and the deadline is the decision's
+start + `move_limit` + `bank_left`: the service plays only once the bank is empty too
+(docs/bots.md, "The clock").
 
 **Media types.** Send a body as JSON (`Content-Type: application/json`, or another
 `+json` type; an empty body needs none), else 415. Answers are `application/json`,

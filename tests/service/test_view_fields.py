@@ -32,6 +32,13 @@ def schema_view(game: Game, engine_view: dict[str, Any], version: int, status: s
         "seats": seats,
         "your_turn": bool(engine_view["legal_actions"]) and status == ACTIVE,
         "move_limit": game.meta.get("move_limit"),
+        # the view's seat's time bank; a spectator's: the seat in turn's (docs/bots.md)
+        "bank_left": None if not (game.meta.get("time_bank")
+                                  and game.meta.get("move_limit")) else (
+            game.meta.get("banks") or [game.meta["time_bank"]] * game.players)[
+                engine_view["seat"] if engine_view["seat"] is not None
+                else engine_view["turn"]] if engine_view["seat"] is not None
+            or status == ACTIVE else None,
         "deadline": deadline,
         "time_left": round(max(0.0, deadline - now), 3) if deadline is not None else None,
         "updated_at": updated,
@@ -51,10 +58,13 @@ def schema_view(game: Game, engine_view: dict[str, Any], version: int, status: s
     (4, None, {}),
     (4, 10, {"target": 3}),
     (2, 2.5, {"pack_runs_out": "redeal", "game_point_value": 2}),
+    (4, 10, {"time_bank": 30}),  # not a house rule: the game's time bank (arena.clock)
+    (2, 5, {"time_bank": 12.5, "banks": [3.25, 0]}),
     (4, None, {"tobago_kick": True, "under_trumping": True, "void_may_discard": True}),
 ])
 def test_view_fields_match_the_schema(players, move_limit, variants):
     rng = random.Random(players * 1000 + len(variants))
+    bank = {k: variants.pop(k) for k in ("time_bank", "banks") if k in variants}
     compared = 0
     for _ in range(2):
         seed = rng.getrandbits(40)
@@ -65,6 +75,7 @@ def test_view_fields_match_the_schema(players, move_limit, variants):
         deals.seal(meta, chosen=rng.random() < 0.5)  # a chosen seed, or a committed one
         if move_limit is not None:
             meta["move_limit"] = move_limit
+        meta.update(bank)
         state, _ = new_game(players, seed, Variants.from_dict(variants))
         version = 1
         while True:

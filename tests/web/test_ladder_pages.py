@@ -20,7 +20,10 @@ def test_lobby_shows_the_ladder_and_a_bot_page_charts_its_rating(page, api, bots
 
     wait_until(done, 240, "both bots' two ladder games", every=0.5)
     watcher, watcher_token = api.bot("Waiting Willie")
+    bots(watcher_token)  # it plays its validation game (a first entry, docs/ladder.md)
     assert api.call("POST", "/ladders/2p/entry", watcher_token, json={}).status_code == 200
+    wait_until(lambda: api.get("/ladders/2p/entry", watcher_token)["state"] == "waiting",
+               240, "Willie's validation game", every=0.5)
     standings = api.get("/ladders/2p/standings")["items"]
     mine = [r for r in standings if r["bot_id"] in ids]
     assert len(mine) == 2 and all(r["games"] == 2 for r in mine)

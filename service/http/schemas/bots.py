@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from marshmallow import fields, validate
 
-from service.http.schemas.common import Out, Pattern, Strict, StrictBool, one_of
+from service.http.schemas.common import BANK_LEFT_DOC, Out, Pattern, Strict, StrictBool, one_of
 from service.http.schemas.variants import AllVariants
 
 
@@ -99,9 +99,24 @@ class InvitationList(Out):
     invitations = fields.List(fields.Nested(Invitation), required=True)
 
 
+class TurnClock(Out):
+    game_id = fields.Str(required=True)
+    seat = fields.Int(required=True, metadata={"description": "your seat in turn there"})
+    move_limit = fields.Float(required=True, allow_none=True,
+                              metadata={"description": "seconds per decision, or null"})
+    bank_left = fields.Float(required=True, allow_none=True,
+                             metadata={"description": BANK_LEFT_DOC})
+    deadline = fields.Float(required=True, allow_none=True, metadata={
+        "description": "unix seconds when the clock plays for you there, or null"})
+
+
 class BotTurns(Out):
     timed_out = fields.Bool(required=True)
     games = fields.List(fields.Str(), required=True, metadata={"description": "game ids"})
+    clocks = fields.List(fields.Nested(TurnClock), metadata={
+        "description": "per game of `games` that has a move limit, in their order: your "
+        "seat's clock there (docs/bots.md, \"The clock\"); absent when no game listed "
+        "has one"})
     invitations = fields.List(fields.Nested(Invitation), metadata={
         "description": "your pending invitations (games other owners' bots asked you to "
         "play), oldest first: accept or decline each (`POST /invitations/{id}/accept`)"})

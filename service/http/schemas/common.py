@@ -29,6 +29,18 @@ TIMEOUT_DOC = (
     "action for it (stand; give_one if legal, else run_pack; the lowest legal card: lowest "
     "rank, ties clubs, diamonds, hearts, spades) and records a timeout"
 )
+TIME_BANK_DOC = (
+    "seconds of time bank per seat (0 to 3600; 0: none): a decision that takes longer than "
+    "`move_limit` draws the excess from its seat's bank, and the default action is played "
+    "only once the bank is empty too (docs/bots.md, \"The clock\"). Applies only with a "
+    "move limit"
+)
+BANK_LEFT_DOC = (
+    "seconds left in this seat's time bank (a spectator's view: the seat in turn's), as "
+    "at the start of the decision now due; null: the game has no bank. While the seat is "
+    "in turn its bank drains once `move_limit` has passed: `deadline` is the decision's "
+    "start + `move_limit` + `bank_left`"
+)
 
 
 class Pattern(validate.Regexp):

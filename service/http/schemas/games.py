@@ -21,11 +21,13 @@ from service.engine.state import (
 from service.http.schemas.common import (
     ACTION_DOC,
     ACTION_RE,
+    BANK_LEFT_DOC,
     EVENT_ID_DOC,
     EVENT_ID_RE,
     ID_PATTERN,
     SEAT_DOC,
     SUIT_RE,
+    TIME_BANK_DOC,
     TIMEOUT_DOC,
     JsonInt,
     JsonNumber,
@@ -49,6 +51,8 @@ class GameCreate(Strict):
         validate=validate.Range(0.5, 3600),
         metadata={"description": TIMEOUT_DOC + "; omitted: no limit", "example": 10},
     )
+    time_bank = JsonNumber(validate=validate.Range(0, 3600),
+                           metadata={"description": TIME_BANK_DOC + "; omitted: none"})
     seats = fields.List(
         fields.Str(allow_none=True, validate=Pattern(ID_PATTERN)),
         metadata={
@@ -179,6 +183,8 @@ class GameSummary(Out):
                         metadata={"description": "the winning team, once over"})
     move_limit = fields.Float(required=True, allow_none=True,
                               metadata={"description": "seconds per decision, or null"})
+    time_bank = fields.Float(allow_none=True, metadata={
+        "description": "seconds of time bank each seat started with, or null (none)"})
     tournament = fields.Str(required=True, allow_none=True,
                             metadata={"description": "the tournament's id, if any"})
     ladder = fields.Str(required=True, allow_none=True, metadata={
@@ -324,10 +330,13 @@ class View(Out):
     seed_salt = fields.Str(allow_none=True, metadata={"description": SEED_SALT_DOC})
     move_limit = fields.Float(required=True, allow_none=True,
                               metadata={"description": "seconds per decision, or null"})
+    bank_left = fields.Float(required=True, allow_none=True,
+                             metadata={"description": BANK_LEFT_DOC})
     deadline = fields.Float(
         required=True, allow_none=True,
-        metadata={"description": "unix seconds (the service's clock) by which the seat in "
-                  "turn must act, or null (no limit, or nobody to act)"},
+        metadata={"description": "unix seconds (the service's clock) when the clock plays "
+                  "for the seat in turn (its move limit and what is left of its time bank "
+                  "both run out), or null (no limit, or nobody to act)"},
     )
     time_left = fields.Float(required=True, allow_none=True,
                              metadata={"description": "seconds until the deadline, at answer "

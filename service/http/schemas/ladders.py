@@ -11,11 +11,14 @@ from service.http.schemas.variants import AllVariants
 # --- the ladder (service/arena/ladder.py) ---------------------------------------------------
 
 LADDER_NAME_RE = r"^[a-z0-9][a-z0-9_-]{0,31}$"
-LADDER_STATES = ["waiting", "matched", "playing", "paused", "off"]
+LADDER_STATES = ["waiting", "matched", "playing", "paused", "validating", "not_admitted",
+                 "off"]
 LADDER_STATE_DOC = (
     "waiting: queued for a game; matched: an opponent is found and the game is being "
     "created; playing: in game_id; paused: not matched (see reason) until you join again; "
-    "off: not on the ladder")
+    "validating: your bot's first entry, playing its unrated validation game against a "
+    "house bot (validation_game) before it is queued; not_admitted: it timed out or "
+    "stalled in that game (see reason), join again to retry; off: not on the ladder")
 MAX_LADDER_GAMES = 100_000
 
 
@@ -53,7 +56,11 @@ class LadderEntry(Out):
     waiting_since = fields.Float(required=True, allow_none=True, metadata={
         "description": "unix seconds, while waiting"})
     reason = fields.Str(required=True, allow_none=True, metadata={
-        "description": "why you are paused (too many timeouts in one game)"})
+        "description": "why you are paused (too many timeouts in one game) or not admitted "
+        "(what happened in your validation game, and what to change)"})
+    validation_game = fields.Str(allow_none=True, metadata={
+        "description": "your bot's validation game (unrated, against a house bot), while "
+        "validating and once not admitted; null otherwise"})
     rating = fields.Nested(LadderRating, required=True)
 
 
@@ -71,6 +78,9 @@ class LadderSummary(Out):
         "description": "table size; in a 4-player game each bot holds both seats of its team"})
     variants = AllVariants(required=True)
     move_limit = fields.Float(required=True, metadata={"description": "seconds per decision"})
+    time_bank = fields.Float(metadata={
+        "description": "seconds of time bank per seat in its games (0: none; "
+        "`ARENA_LADDER_TIME_BANK` unless the ladder sets one)"})
     waiting = fields.Int(required=True, metadata={"description": "bots waiting for a game"})
     playing = fields.Int(required=True, metadata={"description": "bots in a ladder game"})
     rated = fields.Int(required=True, metadata={"description": "bots with a rating"})

@@ -16,6 +16,7 @@ from service.arena.tournament_size import (
 )
 from service.http.schemas.common import (
     ID_PATTERN,
+    TIME_BANK_DOC,
     TIMEOUT_DOC,
     JsonInt,
     JsonNumber,
@@ -102,6 +103,8 @@ class TournamentCreate(Strict):
     variants = fields.Nested(VariantsIn, metadata={"description": "house rules"})
     move_limit = JsonNumber(validate=validate.Range(0.5, 3600),
                             metadata={"description": TIMEOUT_DOC})
+    time_bank = JsonNumber(validate=validate.Range(0, 3600),
+                           metadata={"description": TIME_BANK_DOC + "; omitted: none"})
     parallel = JsonInt(validate=validate.Range(1, 256), load_default=8,
                        metadata={"description": "at most this many of its games at once"})
     seed = JsonInt(validate=validate.Range(0, 2**63 - 1),
@@ -142,6 +145,8 @@ class TournamentSettings(Out):
     rounds = fields.Int(required=True)
     variants = AllVariants(required=True)
     move_limit = fields.Float(required=True, allow_none=True)
+    time_bank = fields.Float(allow_none=True, metadata={
+        "description": "seconds of time bank per seat, or null (none)"})
     parallel = fields.Int(required=True)
     seed = fields.Int(metadata={"description": "shown once the tournament is over"})
     no_show = fields.Float(required=True, allow_none=True,
