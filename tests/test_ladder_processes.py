@@ -16,6 +16,7 @@ Every wait is bounded; both processes are stopped in the fixture's finalizer.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -181,7 +182,11 @@ def test_a_bot_that_never_moves_is_paused_with_a_reason(services):
             return e if e["state"] == "paused" else None
 
         e = until(paused, 120, "the idle bot paused")
-        assert "timed out 3 times" in e["reason"] and "join again" in e["reason"]
+        # paused by the repair pass that first sees 3 timeouts: on a loaded machine the
+        # sweeper may have played one more by then, and the reason counts what happened
+        timed_out = re.search(r"timed out (\d+) times", e["reason"])
+        assert timed_out and int(timed_out[1]) >= 3, e["reason"]
+        assert "(the limit is 3 in one game)" in e["reason"] and "join again" in e["reason"]
         queue = requests.get(f"{services[1]}/ladders/strict", timeout=T).json()["queue"]
         assert any(q["bot_id"] == idle_id and q["state"] == "paused" for q in queue)
     finally:

@@ -21,6 +21,9 @@ import pytest
 from service.cli.check_bot import SITUATIONS
 from tests.conftest import missing
 
+# a few long tests: pytest-xdist may run them on different workers (tests/conftest.py)
+SPREAD_OVER_WORKERS = True
+
 ROOT = Path(__file__).resolve().parents[2]
 STARTERS = ROOT / "clients" / "starters"
 BROKEN = Path(__file__).resolve().parent / "broken_bots"

@@ -34,6 +34,9 @@ from service.engine import (
     spectator_view,
 )
 
+# a few long tests: pytest-xdist may run them on different workers (tests/conftest.py)
+SPREAD_OVER_WORKERS = True
+
 CARD_RE = re.compile(r"\b[2-9TJQKA][CDHS]\b")
 
 variants_strategy = st.builds(

@@ -33,6 +33,9 @@ from tests.service.conftest import ADMIN_TOKEN
 from tests.service.test_retries_and_waiting import _parse_sse
 from tests.service.test_tournaments import add_game
 
+# a few long tests: pytest-xdist may run them on different workers (tests/conftest.py)
+SPREAD_OVER_WORKERS = True
+
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 

@@ -22,6 +22,9 @@ from tests.service.conftest import ADMIN_TOKEN
 from tests.service.test_fair_play import Tournament
 from tests.service.test_tournaments import ADMIN, FAST, all_games, auth, register
 
+# a few long tests: pytest-xdist may run them on different workers (tests/conftest.py)
+SPREAD_OVER_WORKERS = True
+
 Chooser = Callable[[str, list[str]], str]
 
 

@@ -33,6 +33,9 @@ from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN
 
+# a few long tests: pytest-xdist may run them on different workers (tests/conftest.py)
+SPREAD_OVER_WORKERS = True
+
 load_all_checks()
 ALL_CHECKS = list(CHECKS.get_all())  # --checks all
 # Long-polls: seconds a generated request may wait at most (a valid one still waits).

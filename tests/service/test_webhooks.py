@@ -896,7 +896,10 @@ def test_an_unverified_url_receives_only_the_verification_request(service):
         wait_verified(service, hook_token)
         assert service.play_by_pull(gid, pull_token)["status"] == "finished"
         turns = [d for d in service.deliveries(hook_token, gid) if d["event"] == "turn"]
-        assert turns and {d["outcome"] for d in turns} == {"applied"}
+        # called and applied; at a 1 s move limit a loaded machine may find a turn with no
+        # time left to call (``no-time``: not called, the deadline's default plays)
+        outcomes = {d["outcome"] for d in turns}
+        assert "applied" in outcomes and outcomes <= {"applied", "no-time"}, turns
         assert seen.messages("turn")
         verifies = [d for d in service.deliveries(hook_token) if d["event"] == "verify"]
         assert verifies[0]["outcome"] == "verified"  # newest first
