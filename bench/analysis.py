@@ -168,27 +168,33 @@ class AnalysisBest:
 
 
 def worth(quality: str, pairs: int, seed: int) -> dict:
+    """Both players on the same duplicate deals, pair by pair; after each pair the figures
+    so far go to stderr (a JSON line), so a run cut short still says something."""
     samples = QUALITIES[quality][0]
-    out: dict = {"players": 2, "pairs": pairs, "samples_a_move": samples}
-    players = {
+    makers = {
         "analysis_best": lambda s: AnalysisBest(s, samples),
         "search": lambda s: SearchStrategy(seed=s, simulations=samples),
     }
-    for name, make in players.items():
-        wins = games = 0
-        start = time.process_time()
-        for p in range(pairs):
-            s = seed + p
+    tally = {name: [0, 0, 0.0] for name in makers}  # wins, games, cpu s
+    out: dict = {}
+    for p in range(pairs):
+        s = seed + p
+        for name, make in makers.items():
+            start = time.process_time()
             for r in duplicate_pair(partial(make, s), HeuristicStrategy, s, players=2):
-                wins += r.winner == 0
-                games += 1
-        low, high = wilson(wins, games)
-        out[name] = {
-            "games": games,
-            "win_rate": round(wins / games, 3),
-            "interval95": [round(low, 3), round(high, 3)],
-            "cpu_s": round(time.process_time() - start, 1),
-        }
+                tally[name][0] += r.winner == 0
+                tally[name][1] += 1
+            tally[name][2] += time.process_time() - start
+        out = {"players": 2, "pairs": p + 1, "samples_a_move": samples}
+        for name, (wins, games, cpu) in tally.items():
+            low, high = wilson(wins, games)
+            out[name] = {
+                "games": games,
+                "win_rate": round(wins / games, 3),
+                "interval95": [round(low, 3), round(high, 3)],
+                "cpu_s": round(cpu, 1),
+            }
+        print(json.dumps(out), file=sys.stderr, flush=True)
     return out
 
 
