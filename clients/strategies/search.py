@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import dataclass
 
 from service.engine.actions import parse_action
 from service.engine.cards import parse_card
@@ -33,11 +34,13 @@ from service.engine.variants import Variants
 
 from .base import View
 from .knowledge import Knowledge, bits, read_view
+from .outcome import outcome
 from .playout import WIN_VALUE, Deals, rollout, rollout_card, rollout_decision, with_deal
 
 __all__ = [
     "DEFAULT_MOVE_TIME",
     "WIN_VALUE",
+    "ActionValue",
     "SearchStrategy",
     "determinize",
     "prepare",
@@ -50,6 +53,16 @@ __all__ = [
 ]
 
 DEFAULT_MOVE_TIME = 0.1
+
+
+@dataclass(frozen=True)
+class ActionValue:
+    """One legal action valued over sampled deals, for the seat's team (issue 25)."""
+
+    points: float  # expected points the team scores in this hand (kick and beg points too)
+    margin: float  # expected team points minus the opponents' in this hand
+    win: float  # estimated chance that the team wins the game (0..1)
+    samples: int  # sampled deals behind the estimate
 
 
 class SearchStrategy:
@@ -108,6 +121,39 @@ class SearchStrategy:
                 break
         return {c: t / n for c, t in totals.items()}
 
+    def values(self, view: View, legal: list[str]) -> dict[str, ActionValue]:
+        """Every legal action valued from the seat's information only (its view).
+
+        The same sampled deals value every action, as in ``evaluate``; with
+        ``simulations`` set the result depends only on the view and this strategy's seed.
+        """
+        k = read_view(view)
+        actions = [parse_action(a) for a in legal]
+        template = seen_state(k, view, self._variants_of(view))
+        deals = prepare(k)
+        sums = {a: [0.0, 0.0, 0.0] for a in actions}
+        deadline = time.perf_counter() + self.move_time
+        n = 0
+        while True:
+            state = sample(k, template, deals, self.rng)
+            for a in actions:
+                s, _ = apply(state, a, None, False)
+                points, margin, win = outcome(s, k.team, self.rng, self.epsilon)
+                acc = sums[a]
+                acc[0] += points
+                acc[1] += margin
+                acc[2] += win
+            n += 1
+            if self.simulations is not None:
+                if n >= self.simulations:
+                    break
+            elif time.perf_counter() >= deadline:
+                break
+        return {
+            name: ActionValue(sums[a][0] / n, sums[a][1] / n, sums[a][2] / n, n)
+            for name, a in zip(legal, actions)
+        }
+
     def _variants_of(self, view: View) -> Variants:
         raw = view.get("variants") or {}
         key = tuple(sorted(raw.items()))
@@ -129,8 +175,7 @@ def prepare(k: Knowledge) -> Deals:
     n = k.players
     unseen = bits(k.unseen)
     allowed = [
-        sum(1 << s for s in range(n) if s != k.seat and not k.forbidden[s] >> c & 1)
-        for c in unseen
+        sum(1 << s for s in range(n) if s != k.seat and not k.forbidden[s] >> c & 1) for c in unseen
     ]
     room = [0 if s == k.seat else k.hand_sizes[s] for s in range(n)]
     return Deals(k.seat, k.hand, unseen, allowed, room, list(k.played_by))
