@@ -717,8 +717,10 @@ class ArenaClient:
 
         ``wait`` (seconds, up to 30): also wait for this bot's next turn — the answer is
         its view once it is its turn again, the game is over, or ``wait`` passed (check
-        ``your_turn``). One request per move instead of an action and a ``wait_turn``. A
-        retry after a lost answer gets the view right after the action, at once."""
+        ``your_turn``). One request per move instead of an action and a ``wait_turn``.
+        "Its turn" is at any seat the bot holds (the answer's ``seat`` says which). A
+        retry after a lost answer applies nothing and waits the same way (docs/bots.md,
+        Idempotency)."""
         body: JSON = {"action": action}
         if version is not None:
             body["version"] = version
