@@ -367,3 +367,69 @@ def test_act_wait_with_two_seats_always_answers_on_the_bots_turn(app, api):
         stop.set()
         th.join(10)
     assert not errors
+
+
+def test_act_wait_wakes_for_the_other_seat_across_processes():
+    """The same under gunicorn with two worker processes: each request on a connection
+    of its own, so the waiting action and the move that ends its wait are served by
+    whichever worker takes them, the wake-up crossing through Redis pub/sub."""
+    import json
+    import random
+    import urllib.request
+
+    from tests.service.conftest import gunicorn
+
+    def call(url: str, method: str, path: str, body: dict | None = None,
+             token: str | None = None) -> tuple[int, dict]:
+        req = urllib.request.Request(url + path, method=method,
+                                     data=json.dumps(body).encode() if body is not None else None)
+        req.add_header("Content-Type", "application/json")
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+
+    with gunicorn(ARENA_RATE_LIMIT="0") as (url, _proc):
+        _, x = call(url, "POST", "/bots", {"name": "x"})
+        _, y = call(url, "POST", "/bots", {"name": "y"}, x["token"])
+        _, game = call(url, "POST", "/games", {"players": 4, "seed": 17,
+                                               "seats": [y["id"], x["id"], y["id"], x["id"]]},
+                       y["token"])
+        gid = game["id"]
+        rng = random.Random(5)
+        tok = {0: y["token"], 1: x["token"], 2: y["token"], 3: x["token"]}
+        for _ in range(2000):  # to seat 1's turn early in a trick: 1, then 2, then 3 play
+            s = call(url, "GET", f"/games/{gid}")[1]
+            if s["phase"] == "play" and s["turn"] == 1 and len(s["trick"]["cards"]) <= 1:
+                break
+            w = call(url, "GET", f"/games/{gid}?seat={s['turn']}", token=tok[s["turn"]])[1]
+            call(url, "POST", f"/games/{gid}/actions", {
+                "action": rng.choice(w["legal_actions"]), "seat": s["turn"],
+                "version": w["version"]}, tok[s["turn"]])
+        w = call(url, "GET", f"/games/{gid}?seat=1", token=x["token"])[1]
+        answer: dict = {}
+
+        def act_and_wait() -> None:
+            started = time.monotonic()
+            answer["status"], answer["view"] = call(
+                url, "POST", f"/games/{gid}/actions?wait=30",
+                {"action": w["legal_actions"][0], "seat": 1, "version": w["version"]},
+                x["token"])
+            answer["took"] = time.monotonic() - started
+
+        th = threading.Thread(target=act_and_wait)
+        th.start()
+        deadline = time.monotonic() + 20
+        while call(url, "GET", f"/games/{gid}")[1]["version"] == w["version"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        w2 = call(url, "GET", f"/games/{gid}?seat=2", token=y["token"])[1]
+        assert w2["your_turn"]
+        call(url, "POST", f"/games/{gid}/actions",
+             {"action": w2["legal_actions"][0], "seat": 2, "version": w2["version"]},
+             y["token"])
+        th.join(28)
+        assert not th.is_alive(), "no answer when seat 3 came into turn"
+    assert answer["status"] == 200 and answer["took"] < 20  # the wait was 30 s
+    view = answer["view"]
+    assert view["seat"] == 3 and view["your_turn"] is True and view["version"] == w["version"] + 2
