@@ -29,7 +29,7 @@ Retries, and why they are safe:
 - a connection error or timeout is retried only where repeating the request cannot do
   anything twice: reads, joining a seat (joining twice is a no-op), and actions, which
   always carry an ``Idempotency-Key`` that is **the same on every retry of that action**,
-  so the service applies it once and replays its first answer. Registering a bot and
+  so the service applies it once and answers the retry as a replay. Registering a bot and
   creating a game have no idempotency key, so they are retried only when the connection
   was refused or timed out while connecting (the request never left);
 - no other 4xx is ever retried.
