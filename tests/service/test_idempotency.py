@@ -177,7 +177,8 @@ def test_retries_of_a_finished_game_during_and_after_the_grace(
         m for m in reversed(moves) if m[1]["token"] != moves[-1][1]["token"])
     final = version(api, game_id)
     # during the grace: both bots' latest moves replay their first answers
-    assert send(api, game_id, last_sent).get_data() == last.get_data()
+    during = send(api, game_id, last_sent)
+    assert during.get_data() == last.get_data() and _replays(during)
     # ... but only under their own key: the same last move under another key (a second
     # process of the same bot) is another request, refused, never told it applied
     other_key = {**last_sent, "headers": {"Idempotency-Key": "another-process"}}
@@ -192,6 +193,7 @@ def test_retries_of_a_finished_game_during_and_after_the_grace(
     # after it: the game's last move is still answered as it was first answered ...
     again = send(api, game_id, last_sent)
     assert again.status_code == 200 and again.get_data() == last.get_data()
+    assert again.headers["Idempotent-Replayed"] == "true"
     # ... and any other action meets a finished game: refused, nothing applied
     other = send(api, game_id, earlier_sent)
     assert other.status_code == 409, other.json
