@@ -29,7 +29,7 @@ Retries, and why they are safe:
 - a connection error or timeout is retried only where repeating the request cannot do
   anything twice: reads, joining a seat (joining twice is a no-op), and actions, which
   always carry an ``Idempotency-Key`` that is **the same on every retry of that action**,
-  so the service applies it once and replays its first answer. Registering a bot and
+  so the service applies it once and answers the retry as a replay. Registering a bot and
   creating a game have no idempotency key, so they are retried only when the connection
   was refused or timed out while connecting (the request never left);
 - no other 4xx is ever retried.
@@ -720,8 +720,10 @@ class ArenaClient:
 
         ``wait`` (seconds, up to 30): also wait for this bot's next turn — the answer is
         its view once it is its turn again, the game is over, or ``wait`` passed (check
-        ``your_turn``). One request per move instead of an action and a ``wait_turn``. A
-        retry after a lost answer gets the view right after the action, at once."""
+        ``your_turn``). One request per move instead of an action and a ``wait_turn``.
+        "Its turn" is at any seat the bot holds (the answer's ``seat`` says which). A
+        retry after a lost answer applies nothing and waits the same way (docs/bots.md,
+        Idempotency)."""
         body: JSON = {"action": action}
         if version is not None:
             body["version"] = version

@@ -662,8 +662,10 @@ class Arena(Waiting):
         """Apply one action for ``bot_id``; returns the new view.
 
         ``timing`` (if given) gets ``committed``: ``time.perf_counter()`` when the action
-        was applied, before any waiting. ``wait`` > 0: then answer when it is this bot's
-        turn again, the game is over, or ``wait`` seconds have passed (``_after_action``).
+        was applied, before any waiting; or ``replayed`` when nothing was applied because
+        this is a retry of an applied action (``_replayed``). ``wait`` > 0: then answer
+        when it is this bot's turn again (at any seat it holds), the game is over, or
+        ``wait`` seconds have passed (``_after_action``).
         The waiter is registered before the commit, so no later change slips by unheard.
         A suspended bot (``Owners.is_suspended``: an in-process set, refreshed once a
         second) is refused here too, so neither its token nor its webhook acts for it.
@@ -672,7 +674,7 @@ class Arena(Waiting):
             reason = self.owners.suspension(bot_id) or "suspended by the operator"
             raise Problem("suspended", f"this bot is suspended: {reason}")
         if wait <= 0:
-            return self._act(game_id, bot_id, body, if_match, idem)
+            return self._act(game_id, bot_id, body, if_match, idem, timing=timing)
         metrics.LIVE.polls += 1
         try:
             with self.wakeups.waiter(self.store.game_channel(game_id)) as waiter:
@@ -722,10 +724,13 @@ class Arena(Waiting):
             else:
                 game, stored = self.get(game_id), None
             if stored:
-                return self._replay_answer(game, stored, body_hash)
+                return self._replayed(game, stored, body_hash, bot_id, waiter, wait_until,
+                                      timing)
             if idem_key and game.status == FINISHED and self._retry_memory_gone(game):
                 last = self._last_move_answer(game, bot_id, body, if_match, action)
                 if last is not None:
+                    if timing is not None:
+                        timing["replayed"] = 1.0
                     return last
             self.store.games.put(game, generation)
             answer = self._try_act(game_id, bot_id, body, if_match, idem_key, action,
@@ -781,11 +786,11 @@ class Arena(Waiting):
                 timing["committed"] = time.perf_counter()
             if waiter is not None:
                 return self._after_action(waiter, wait_until, game, new_state, seat,
-                                          int(value), status, deadline, updated, bot_id,
-                                          body.get("seat"))
+                                          int(value), status, deadline, updated, bot_id)
             return self.render(game, new_state, seat, int(value), status, deadline, updated)
         if code == 2:  # a retry with this key won the race: answer as it was answered
-            return self._replay_answer(self.get(game_id), value, body_hash)
+            return self._replayed(self.get(game_id), value, body_hash, bot_id, waiter,
+                                  wait_until, timing)
         if code == -1:
             raise Problem("not-found", "no such game")
         return None
@@ -831,6 +836,33 @@ class Arena(Waiting):
         if not state.is_over and state.turn in held:
             return state.turn
         return held[0]
+
+    def _replayed(self, game: Game, stored: str, body_hash: str, bot_id: str, waiter: Any,
+                  wait_until: float, timing: dict[str, float] | None) -> dict[str, Any]:
+        """The answer to a retry of the bot's last keyed action in ``game`` (read after
+        the retry's waiter was registered): nothing is applied again. Without ``wait``
+        (``waiter`` None) it is the first answer's body (``_replay_answer``). With
+        ``wait`` the retry waits as the first request did, from the game as it is now:
+        the view when it is the bot's turn at any seat it holds, the game is over, or the
+        time is up (the answer right after the action if the game has not moved since),
+        so a bot's retry loop needs no case of its own. ``timing["replayed"]`` tells the
+        route to say so (``Idempotent-Replayed: true``)."""
+        answer = self._replay_answer(game, stored, body_hash)
+        if timing is not None:
+            timing["replayed"] = 1.0
+        if waiter is None:
+            return answer
+        seat = answer["seat"]
+        held = self._held(game, bot_id, None)
+        now_seat = self._answer_seat(game, bot_id, seat)
+        if game.status != ACTIVE or game.state.turn in held:
+            if game.version == answer["version"] and now_seat == seat:
+                return answer
+            return self.view(game, bot_id, now_seat)
+        newer, _ = self._await_turn(waiter, wait_until, game, game.version, bot_id)
+        if newer is not None:
+            return self.view(newer, bot_id, self._answer_seat(newer, bot_id, seat))
+        return answer if game.version == answer["version"] else self.view(game, bot_id, seat)
 
     def _replay_answer(self, game: Game, stored: str, body_hash: str
                        ) -> dict[str, Any]:

@@ -493,13 +493,22 @@ class Ladders:
         return gid
 
     def entry(self, name: str, bot: str) -> dict[str, Any]:
-        """A bot's queue state on one ladder, as ``schemas.LadderEntry``."""
+        """A bot's queue state on one ladder, as ``schemas.LadderEntry``.
+
+        Read through to the game: an entry still in a game that has finished is settled
+        first (``settle``, exactly once whoever gets there), so the entry never
+        contradicts the game's end. The finishing action settles the game too
+        (``Arena.on_finish``), but only after its commit, which every other bot may have
+        heard already (its ``?wait`` answer, a view): without this read its entry could
+        still say ``playing`` with the game's ``games_left`` (issue 24)."""
         self.ladder(name)
-        batch = self.r.pipeline(transaction=False)
-        batch.hget(self.k_entries(name), bot)
-        batch.hget(self.k_ratings(name), bot)
-        raw, rraw = batch.execute()
+        raw, rraw = self._entry_and_rating(name, bot)
         entry = json.loads(raw) if raw else {"state": OFF}
+        if entry.get("busy") and entry.get("game") and entry.get("match") and \
+                self.r.hget(self.store.game_key(entry["game"]), "status") == FINISHED.encode():
+            self.settle(name, entry["match"])
+            raw, rraw = self._entry_and_rating(name, bot)
+            entry = json.loads(raw) if raw else {"state": OFF}
         rating = json.loads(rraw) if rraw else {**ratings.initial(), "games": 0, "wins": 0}
         state = entry["state"]
         return {
@@ -520,6 +529,14 @@ class Ladders:
                                                           self.provisional_games,
                                                           self.provisional_owners)},
         }
+
+    def _entry_and_rating(self, name: str, bot: str) -> tuple[bytes | None, bytes | None]:
+        """The bot's entry and rating on ladder ``name``, as stored (one round trip)."""
+        batch = self.r.pipeline(transaction=False)
+        batch.hget(self.k_entries(name), bot)
+        batch.hget(self.k_ratings(name), bot)
+        raw, rraw = batch.execute()
+        return raw, rraw
 
     # --- matching ----------------------------------------------------------------------------
 

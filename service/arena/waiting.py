@@ -203,21 +203,40 @@ class Waiting:
     def _after_action(
         self, waiter: Any, wait_until: float, game: Game, state: State, seat: int,
         version: int, status: str, deadline: float | None, updated: float | None,
-        bot_id: str, body_seat: int | None,
+        bot_id: str,
     ) -> dict[str, Any]:
         """The answer of an action sent with ``wait``: at once if the game is over or it is
         still this bot's turn, else when its turn comes again (read once, when the
         listener says it is), the game ends, or the time is up — then the view as it is
-        (the view right after the action, if nothing happened since)."""
-        held = self._held(game, bot_id, body_seat)
+        (the view right after the action, if nothing happened since).
+
+        "Its turn" is the turn of any seat the bot holds in the game, whichever seat the
+        action was for (a body's ``seat`` says who acts, not whom to wait for): a bot
+        holding both seats of a team is woken for its partner seat too, and the answer is
+        that seat's view (``seat`` says which), as a view without ``?seat`` is."""
+        held = self._held(game, bot_id, None)
         if status != ACTIVE or state.turn in held:
-            return self.render(game, state, seat, version, status, deadline, updated)
-        ready = self._ready_check(bot_id, body_seat, True, None)
-        newer, _ = self._await(waiter, wait_until, game.id, version, game.meta, held, None,
-                               ready, bot_id, body_seat)
+            answer_seat = state.turn if status == ACTIVE else seat
+            return self.render(game, state, answer_seat, version, status, deadline, updated)
+        newer, _ = self._await_turn(waiter, wait_until, game, version, bot_id)
         if newer is None:
             return self.render(game, state, seat, version, status, deadline, updated)
-        return self.view(newer, bot_id, body_seat)
+        return self.view(newer, bot_id, self._answer_seat(newer, bot_id, seat))
+
+    def _await_turn(self, waiter: Any, wait_until: float, game: Game, version: int,
+                    bot_id: str) -> tuple[Game | None, bool]:
+        """Wait (``_await``) from ``version`` of ``game`` until it is the turn of any seat
+        ``bot_id`` holds there, or the game is over, or ``wait_until``."""
+        ready = self._ready_check(bot_id, None, True, None)
+        return self._await(waiter, wait_until, game.id, version, game.meta,
+                           self._held(game, bot_id, None), None, ready, bot_id, None)
+
+    def _answer_seat(self, game: Game, bot_id: str, seat: int) -> int:
+        """The seat whose view answers a waiting action on ``game`` as it is now: the
+        bot's seat in turn, else the seat it acted for."""
+        if game.status == ACTIVE and game.seats[game.state.turn] == bot_id:
+            return game.state.turn
+        return seat
 
     @staticmethod
     def _held(game: Game, bot_id: str | None, seat: int | None) -> list[int]:

@@ -31,13 +31,19 @@ _RATES = f"""\
 **Rate limits.** Each bot has a budget of requests per fixed window: by default
 {limits.RATE_LIMIT} requests per {limits.RATE_WINDOW} s (`ARENA_RATE_LIMIT`, `ARENA_RATE_WINDOW`),
 counted per bot once its token is known, and per client address for requests without
-one; `/healthz` and `/readyz` are not counted. Limited answers carry the IETF fields
-(draft-ietf-httpapi-ratelimit-headers) `RateLimit-Policy: "default";q=<quota>;w=<window>`
-and `RateLimit: "default";r=<requests left>;t=<seconds until the window resets>`: pace
-yourself by them (when `r` is 0, wait `t` seconds) and you never get the 429. An answer
-may lack them (an action served from the service's cache): keep your own count between
-answers that carry them. Over the budget: 429 `/problems/rate-limited` with
-`Retry-After`. Failed authentication is limited per client address and per network \
+one; `/healthz`, `/readyz`, `/openapi.yaml`, `/docs` and `/metrics` are not counted. Every
+answer to a counted request carries the IETF fields (draft-ietf-httpapi-ratelimit-headers)
+`RateLimit-Policy: "default";q=<quota>;w=<window>` and
+`RateLimit: "default";r=<requests left>;t=<seconds until the window resets>`, whatever
+its status: fresh actions, `?wait` answers, replays of a retried action, long-polls and
+streams, and the problems of requests read past their token (400, 403 `forbidden-seat`,
+404 of a well-formed id, 405, 408, 409, 412, 413, 422, 429 `rate-limited`). Refused before
+the count, and without the fields: 401, 403 `suspended` and `forbidden` (admin), 406, 415,
+a 404 for an id of the wrong form, 429 `too-many-connections` and 503 `over-capacity`; a
+503 `service-unavailable` may lack them (the count itself needed Redis). Pace yourself
+by them (when `r` is 0, wait `t` seconds) and you never get the 429. Over the budget:
+429 `/problems/rate-limited` with `Retry-After`.
+Failed authentication is limited per client address and per network \
 (IPv4 /24, IPv6 /64), never per token, and never refuses a valid token: a token is \
 looked up first, and only an unknown one counts. After {limits.AUTH_FAILURE_LIMIT} \
 unknown tokens from an address (or {limits.AUTH_FAILURE_NETWORK_LIMIT} from its network) \
@@ -148,6 +154,9 @@ _STATUS_TEXT = {
     503: "Redis unavailable (`/problems/service-unavailable`), or the service is at its "
     "connection limit (`/problems/over-capacity`); retry after Retry-After",
 }
+# Errors that may come after the request was counted, so carry the budget's fields (a 403
+# ``forbidden-seat`` does, a 403 ``suspended`` is refused before the count; docs/bots.md).
+_COUNTED_ERRORS = frozenset({400, 403, 404, 405, 408, 409, 412, 413, 422})
 _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "schema": {"type": "string"}}}
 _RATE_LIMIT_FIELDS = {
     "RateLimit-Policy": {
@@ -242,6 +251,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
         responses[str(code)] = _error(code)
     if op.limited:
         responses["429"]["headers"] = {**_RETRY_AFTER, **_RATE_LIMIT_FIELDS}
+        for code in sorted(codes & _COUNTED_ERRORS):  # refusals made after the count
+            responses[str(code)]["headers"] = {k: k for k in _RATE_LIMIT_FIELDS}  # $refs
     out["responses"] = responses
     return out
 
@@ -263,6 +274,8 @@ def build_spec(app: Flask) -> APISpec:
          "description": "the service's admin token (ARENA_ADMIN_TOKEN)"},
     )
     spec.components.schema("Problem", schema=sc.ProblemSchema)
+    for name, header in _RATE_LIMIT_FIELDS.items():  # shared by the counted problems
+        spec.components.header(name, header)
     spec.components.schema("Variants", schema=sv.VariantsOut)
     spec.components.schema("CallbackRequest", schema=cs.CallbackRequest)
     spec.components.schema("CallbackAnswer", schema=cs.CallbackAnswer)

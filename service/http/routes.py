@@ -315,26 +315,55 @@ GAME_ID = {"schema": {"type": "string", "pattern": sc.ID_PATTERN}, "description"
 BOT_ID = {"schema": {"type": "string", "pattern": sc.ID_PATTERN}, "description": "bot id"}
 SEAT = {"schema": {"type": "integer", "minimum": 0, "maximum": 3}, "description": "seat"}
 ETAG = {"ETag": {"description": "the game's version, quoted", "schema": {"type": "string"}}}
+REPLAYED = {"Idempotent-Replayed": {
+    "description": "`true` on the answer to a retry of an action already applied (same "
+    "`Idempotency-Key` and request): nothing was applied this time. Absent on an answer "
+    "that applied the action",
+    "schema": {"type": "string", "enum": ["true"]}}}
 SERVER_TIMING = {"Server-Timing": {
     "description": "with `wait` > 0, when the action applied: `act;dur=<ms from the request "
     "to the commit>, wait;dur=<ms waited after it>` (W3C Server Timing)",
     "schema": {"type": "string"}}}
 IF_MATCH_RE = r'^((W/)?"[0-9]{1,10}"|[0-9]{1,10})$'
+# The one text on retries: the ``Idempotency-Key`` header's description and the act
+# operation's in openapi.yaml, and docs/bots.md's "Idempotency" section, word for word
+# (tests/service/test_idempotency.py checks all three), so they cannot disagree.
+IDEMPOTENCY_TEXT = (
+    "Send every action with an `Idempotency-Key` (1 to 100 characters, new for each "
+    "decision, e.g. `move-<version>`), and when its answer is lost (a timeout, a dropped "
+    "connection) send the same request again, with the same key:\n\n"
+    "- A retry of your bot's last keyed action in this game (same key, body, `version` "
+    "and `If-Match`) is never applied twice. It answers `200` with `Idempotent-Replayed: "
+    "true`: the action was applied, once (a `200` without that header applied it just "
+    "now: the first try never arrived).\n"
+    "- Without `?wait`, the body is the first answer's: the view right after the action "
+    "(its `version`, the seat that acted), byte for byte but `time_left`, counted again "
+    "from the same `deadline`.\n"
+    "- With `?wait=N`, the retry waits as the first request did, from the game as it is "
+    "now: it answers with the view when it is your bot's turn at any seat it holds (at "
+    "once if it is already; `seat` says which), when the game is over, or after N seconds "
+    "with the game as it is then (the view right after the action if nothing has moved). "
+    "A retry needs no code of its own.\n"
+    "- The service keeps one key per bot and game: the bot's latest keyed action there, "
+    "whichever seat it was for. Once a newer keyed action of the bot has applied in the "
+    "game, an older key is forgotten and is a new request: send `version` with every "
+    "action, so that a late duplicate is refused (`409 version-conflict`), never "
+    "applied.\n"
+    "- The remembered key with another body, `version` or `If-Match` is `422 "
+    "idempotency-key-reused`, and nothing is applied. The same key in another game is "
+    "another request there.\n"
+    "- Only an applied action is remembered: a refused one (`409`, `412`, `422`) changed "
+    "nothing and is judged afresh when sent again.\n"
+    "- The key is kept while the game is live and `ARENA_RETRY_GRACE` seconds (600 by "
+    "default) after it ends. After that a retry of the game's last move still gets its "
+    "answer (the final view, with `Idempotent-Replayed`); any other action on the "
+    "finished game is refused."
+)
 IDEMPOTENCY = {
     "name": "Idempotency-Key",
     "in": "header",
     "required": False,
-    "description": "any string up to 100 characters, scoped to (your bot, this game): the "
-    "same key in another game is another request. A retry with the same key and the same "
-    "request (body, `version`, If-Match) applies nothing and gets the first answer, byte "
-    "for byte; the same key with another request in this game is 422 "
-    "`idempotency-key-reused` and applies nothing. What is remembered is your bot's latest "
-    "keyed action in the game, while the game is live and a grace period after it ends "
-    "(600 s by default): use a new key for every action (e.g. `move-<version>`) and retry "
-    "only the latest; an older key is forgotten once a newer one is used, and counts as a "
-    "new request (send `version` too, so that a late duplicate is refused, not applied). "
-    "After the grace, a retry of the game's last move still gets its answer (the final "
-    "view); any other action on the finished game is refused",
+    "description": IDEMPOTENCY_TEXT,
     "schema": {"type": "string", "minLength": 1, "maxLength": 100},
 }
 IF_MATCH = {
@@ -549,14 +578,11 @@ def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response
     "the action, then answers when it is your turn again, the game is over, or N seconds "
     "have passed — one request per move instead of an action and a long-poll. The answer "
     "is always a view of the same shape (`your_turn` says whether it is your move; a "
-    "timed-out answer shows the game as it is then). A retry with the same "
-    "`Idempotency-Key` applies nothing and answers at once with the view right after the "
-    "action (the first answer's starting point); wait for the turn after it as usual.\n\n"
-    "An `Idempotency-Key` is scoped to (your bot, this game): the same key in another game "
-    "is a new request there; in this game, the same key with another body, `version` or "
-    "If-Match is 422 `idempotency-key-reused` and applies nothing. The service remembers "
-    "your latest keyed action in each game while the game is live and a grace period "
-    "(600 s by default) after it ends (see the header).",
+    "timed-out answer shows the game as it is then). \"Your turn\" is the turn of any seat "
+    "your bot holds in the game, whichever `seat` the action was for: a bot holding both "
+    "seats of a team is answered when its partner seat comes into turn, with that seat's "
+    "view (`seat` says which).\n\n"
+    "**Retries.** " + IDEMPOTENCY_TEXT,
     tags=("games",),
     query=sg.ActQuery,
     body=sg.ActionIn,
@@ -564,7 +590,7 @@ def join(game_id: str, seat: int, bot_id: str, body: dict[str, Any]) -> Response
     auth="required",
     errors=(403, 404, 409, 412),
     headers_in=(IDEMPOTENCY, IF_MATCH),
-    response_headers={**ETAG, **SERVER_TIMING},
+    response_headers={**ETAG, **REPLAYED, **SERVER_TIMING},
     example={"action": "AS", "version": 12},
     path_params={"game_id": GAME_ID},
 )
@@ -578,6 +604,8 @@ def act(game_id: str, bot_id: str, query: dict[str, Any], body: dict[str, Any]) 
     timing: dict[str, float] = {}
     view = arena().act(game_id, bot_id, body, if_match, idem, query["wait"], timing)
     resp = view_response(dumps(view), view["version"])
+    if "replayed" in timing:
+        resp.headers["Idempotent-Replayed"] = "true"
     if query["wait"] > 0 and "committed" in timing:
         done = time.perf_counter()
         act_ms = (timing["committed"] - started) * 1000

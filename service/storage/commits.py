@@ -117,10 +117,10 @@ class Commits:
                      or game.meta.get("move_limit")
                      or (meta is not None and meta.get("move_limit")))
         if self.cluster:
-            if hit is not None:
+            if hit is not None:  # counted first; ``check`` raises when over the limit
                 n, ttl = self._run(self._rate, [rate_key], [window])
-                if int(n) > limit:
-                    hit.check(int(n), int(ttl))  # raises
+                hit.check(int(n), int(ttl))
+                hit = None
             keys = [self.game_key(game.id), self.retry_key(game.id), self.game_channel(game.id)]
             self._ahead(game, status, meta, deadline)
         else:
@@ -170,9 +170,8 @@ class Commits:
                                      f"{self.wait_ms} ms (ARENA_DURABILITY=replica)")
         if code == 2:
             value = retry_record(value, idem_key)
-        if code == 3:
-            assert hit is not None
-            hit.check(int(out[1]), int(out[2]))  # raises
+        if hit is not None:  # the budget the script counted, for the answer (3: raises)
+            hit.check(*((int(out[1]), int(out[2])) if code == 3 else (int(out[2]), int(out[3]))))
         if code == 1 and cache_generation is not None:
             self.games.put(Game(game.id, int(value), status,
                                 meta if meta is not None else game.meta,

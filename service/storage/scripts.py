@@ -21,22 +21,26 @@ invariants between the steps are in ``service.storage.keys``."""
 # retry memory get it (the memory of a game this change finishes gets ARGV[7], or the
 # retention if shorter), so a casual game's keys expire with the commit that set its
 # status, and nothing else has to remember to delete them (``service.storage.keys``).
-# Returns {1, new_version} | {0, current_version} | {2, stored retry record}
-# | {3, count, ttl_ms} (the rate limit is exceeded: nothing written).
+# Returns {1, new_version} | {0, current_version} | {2, stored retry record} | {-1, 0}
+# (no such game), each followed by the rate counter's count and ttl_ms (0, 0 without one:
+# the answer states the budget it counted, ``RateLimit``), | {3, count, ttl_ms} (the rate
+# limit is exceeded: nothing written).
 COMMIT = """
+local rn, rt = 0, 0
 if KEYS[7] and KEYS[7] ~= '' then
-  local n = redis.call('INCR', KEYS[7])
-  if n == 1 then redis.call('PEXPIRE', KEYS[7], tonumber(ARGV[13]) * 1000) end
-  if n > tonumber(ARGV[14]) then return {3, n, redis.call('PTTL', KEYS[7])} end
+  rn = redis.call('INCR', KEYS[7])
+  if rn == 1 then redis.call('PEXPIRE', KEYS[7], tonumber(ARGV[13]) * 1000) end
+  rt = redis.call('PTTL', KEYS[7])
+  if rn > tonumber(ARGV[14]) then return {3, rn, rt} end
 end
 local ttl = tonumber(ARGV[20]) or 0
 local v = redis.call('HGET', KEYS[1], 'version')
-if not v then return {-1, 0} end
+if not v then return {-1, 0, rn, rt} end
 if ARGV[18] ~= '' then
   local seen = redis.call('HGET', KEYS[2], ARGV[17])
-  if seen and string.sub(seen, 1, #ARGV[18]) == ARGV[18] then return {2, seen} end
+  if seen and string.sub(seen, 1, #ARGV[18]) == ARGV[18] then return {2, seen, rn, rt} end
 end
-if v ~= ARGV[1] then return {0, tonumber(v)} end
+if v ~= ARGV[1] then return {0, tonumber(v), rn, rt} end
 local nv = tonumber(v) + 1
 local fields = {'version', nv, 'updated', ARGV[16]}
 if ARGV[2] ~= '' then fields[#fields + 1] = 'state'; fields[#fields + 1] = ARGV[2] end
@@ -103,7 +107,7 @@ elseif ttl > 0 then
 end
 if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
 redis.call('PUBLISH', KEYS[5], msg)
-return {1, nv}
+return {1, nv, rn, rt}
 """
 
 # KEYS[1] deadlines. ARGV: now, lease-until, max entries. Due entries (score <= now) are

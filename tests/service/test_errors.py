@@ -202,3 +202,26 @@ def test_person_is_a_json_boolean(client):
     for wrong in (0, 1, "yes"):
         r = client.post("/bots", json={"name": "ann", "person": wrong})
         problem(r, 422, "validation")
+
+
+def test_the_bots_error_table_lists_every_problem_kind_with_its_status():
+    """docs/bots.md's error table has a row for every kind of ``problems.KINDS`` (the one
+    registry), with its status, and nothing else; a kind answered with ``Retry-After``
+    (every 429 and 503) says in its row to wait that long (issue 24: the connection cap's
+    503 and 429 were missing)."""
+    import re
+    from pathlib import Path
+
+    from service.http.problems import KINDS
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "bots.md").read_text()
+    errors = text[text.index("## Errors\n"):]
+    errors = errors[:errors.index("\n## ", 1)]
+    rows = {m[1]: (int(m[2]), m[3]) for m in re.finditer(
+        r"^\| `([a-z-]+)` \| (\d{3}) \| (.*) \|$", errors, re.M)}
+    assert set(rows) == set(KINDS), (set(KINDS) - set(rows), set(rows) - set(KINDS))
+    for kind, (status, rest) in rows.items():
+        assert status == KINDS[kind][0], kind
+        if status in (429, 503):
+            assert "Retry-After" in rest.rsplit("|", 1)[-1], kind
+    assert KINDS["over-capacity"][1] != KINDS["service-unavailable"][1]

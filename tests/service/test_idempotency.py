@@ -177,7 +177,8 @@ def test_retries_of_a_finished_game_during_and_after_the_grace(
         m for m in reversed(moves) if m[1]["token"] != moves[-1][1]["token"])
     final = version(api, game_id)
     # during the grace: both bots' latest moves replay their first answers
-    assert send(api, game_id, last_sent).get_data() == last.get_data()
+    during = send(api, game_id, last_sent)
+    assert during.get_data() == last.get_data() and _replays(during)
     # ... but only under their own key: the same last move under another key (a second
     # process of the same bot) is another request, refused, never told it applied
     other_key = {**last_sent, "headers": {"Idempotency-Key": "another-process"}}
@@ -192,6 +193,7 @@ def test_retries_of_a_finished_game_during_and_after_the_grace(
     # after it: the game's last move is still answered as it was first answered ...
     again = send(api, game_id, last_sent)
     assert again.status_code == 200 and again.get_data() == last.get_data()
+    assert again.headers["Idempotent-Replayed"] == "true"
     # ... and any other action meets a finished game: refused, nothing applied
     other = send(api, game_id, earlier_sent)
     assert other.status_code == 409, other.json
@@ -280,3 +282,167 @@ def test_the_embedded_memory_cap_is_configurable(embedded, monkeypatch):
     server = embedded()
     assert redis.Redis.from_url(server.url).config_get("maxmemory") == {
         "maxmemory": str(100 << 20)}
+
+
+# --- the one text, and each of its promises (issue 24) -----------------------------------
+
+
+def _words(text: str) -> str:
+    """``text`` with its Markdown line breaks and indents as single spaces."""
+    import re
+
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def test_one_text_on_retries_in_openapi_and_bots_md():
+    """The header's description, the act operation's and docs/bots.md's section say the
+    same thing in the same words (issue 24: three texts disagreed)."""
+    from pathlib import Path
+
+    import yaml
+
+    from service.http.routes import IDEMPOTENCY_TEXT
+
+    root = Path(__file__).resolve().parents[2]
+    text = _words(IDEMPOTENCY_TEXT)
+    bots = (root / "docs" / "bots.md").read_text()
+    section = bots[bots.index("## Idempotency\n"):bots.index("## Card notation\n")]
+    assert text in _words(section)
+    spec = yaml.safe_load((root / "openapi.yaml").read_text())
+    act = spec["paths"]["/games/{game_id}/actions"]["post"]
+    header = next(p for p in act["parameters"] if p["name"] == "Idempotency-Key")
+    assert _words(header["description"]) == text
+    assert text in _words(act["description"])
+    assert "Idempotent-Replayed" in act["responses"]["200"]["headers"]
+
+
+def _replays(r: Any) -> bool:
+    return r.headers.get("Idempotent-Replayed") == "true"
+
+
+def test_a_retry_without_wait_is_the_first_body_but_time_left_and_says_replayed(api):
+    """With a move limit the first answer has a deadline: the retry's body is the same,
+    ``deadline`` included, but ``time_left`` (counted again); the first answer says
+    nothing of a replay, the retry says ``Idempotent-Replayed: true``; nothing applied."""
+    (a, ta), (b, tb) = api.bot("a"), api.bot("b")
+    game_id = api.game(ta, 2, seats=[a, b], seed=4, move_limit=20)["id"]
+    tokens = [ta, tb]
+    first, sent = keyed_move(api, game_id, tokens, random.Random(1))
+    assert first.status_code == 200 and not _replays(first)
+    assert first.json["deadline"] is not None
+    time.sleep(0.05)
+    again = send(api, game_id, sent)
+    assert again.status_code == 200 and _replays(again)
+    assert again.json == {**first.json, "time_left": again.json["time_left"]}
+    assert again.json["time_left"] <= first.json["time_left"]
+    assert version(api, game_id) == first.json["version"]
+
+
+def _wait_send(api: Api, game_id: str, sent: dict[str, Any], wait: float) -> Any:
+    return api.c.post(f"/games/{game_id}/actions", query_string={"wait": wait},
+                      json={"action": sent["action"], "version": sent["version"]},
+                      headers={**api.auth(sent["token"]), **sent["headers"]})
+
+
+def test_a_retry_with_wait_waits_as_the_first_request_did(app, api):
+    """``?wait`` on a retry: nothing is applied again, and the answer is what a waiting
+    action answers — when nobody moves within the wait, the view right after the action
+    (the body a retry without ``?wait`` gets); the view at the bot's next turn when the
+    other seat moves during the wait; at once when it is the bot's turn already."""
+    import threading
+
+    (a, ta), (b, tb) = api.bot("a"), api.bot("b")
+    game_id = api.game(ta, 2, seats=[a, b], seed=9)["id"]
+    tokens = [ta, tb]
+    beggar = api.view(game_id).json["turn"]
+    mine = api.view(game_id, tokens[beggar]).json
+    assert mine["legal_actions"] == ["stand", "beg"]  # R8: the beggar decides first
+    # the beggar begs: the dealer (the other seat) decides next
+    sent = {"token": tokens[beggar], "action": "beg", "version": mine["version"],
+            "headers": {"Idempotency-Key": "wait-1"}}
+    first = _wait_send(api, game_id, sent, 0.3)  # nobody moves: waits its 0.3 s out
+    assert first.status_code == 200 and not _replays(first)
+    assert first.json["your_turn"] is False and first.json["version"] == sent["version"] + 1
+    plain = send(api, game_id, sent)  # the retry without ?wait: the view after the action
+    assert _replays(plain) and plain.get_data() == first.get_data()
+    started = time.monotonic()
+    again = _wait_send(api, game_id, sent, 0.3)
+    assert time.monotonic() - started >= 0.25 and _replays(again)
+    assert again.get_data() == first.get_data()
+    # a retry waiting while the dealer gives one (R9): answered at the beggar's turn
+    got: dict[str, Any] = {}
+
+    def retry() -> None:
+        r = _wait_send(Api(app.test_client()), game_id, sent, 20)
+        got.update(status=r.status_code, view=r.json, replayed=_replays(r))
+
+    th = threading.Thread(target=retry)
+    th.start()
+    time.sleep(0.3)
+    assert not got  # still waiting
+    assert api.act(game_id, tokens[1 - beggar], "give_one",
+                   version=sent["version"] + 1).status_code == 200
+    th.join(15)
+    now = api.view(game_id, sent["token"]).json
+    now.pop("callback_failure", None)  # the GET view's own field (webhook bots)
+    assert now["your_turn"] is True and now["version"] == sent["version"] + 2
+    assert got["status"] == 200 and got["replayed"]
+    assert got["view"] == {**now, "time_left": got["view"]["time_left"]}
+    # and now that it is the bot's turn, a retry answers at once with that turn's view
+    started = time.monotonic()
+    at_once = _wait_send(api, game_id, sent, 20)
+    assert _replays(at_once) and time.monotonic() - started < 10
+    assert at_once.json == {**now, "time_left": at_once.json["time_left"]}
+    assert version(api, game_id) == sent["version"] + 2  # two moves, none twice
+
+
+def test_one_key_per_bot_and_game_whichever_seat_an_older_key_is_a_new_request(api):
+    """A bot holding seats 1 and 3 keys seat 1's move, then seat 3's: only the latest is
+    remembered. Its retry replays; the older key sent again is judged afresh, and its
+    ``version`` refuses it (409 version-conflict): never applied twice."""
+    x, tx = api.bot("x")
+    y, ty = api.bot("y")
+    game_id = api.game(ty, 4, seats=[y, x, y, x], seed=12)["id"]
+    rng = random.Random(8)
+    keyed: dict[int, tuple[Any, dict[str, Any]]] = {}
+    while len(keyed) < 2:
+        s = api.view(game_id).json
+        assert s["status"] == "active"
+        token = tx if s["turn"] % 2 else ty
+        w = api.view(game_id, token, seat=s["turn"]).json
+        sent = {"token": token, "action": rng.choice(w["legal_actions"]),
+                "version": w["version"], "headers": {"Idempotency-Key": f"m-{w['version']}"}}
+        body = {"version": w["version"], "seat": s["turn"]}
+        r = api.act(game_id, token, sent["action"], headers=sent["headers"], **body)
+        assert r.status_code == 200
+        if token == tx and s["turn"] not in keyed:
+            keyed[s["turn"]] = (r, {**sent, "seat": s["turn"]})
+    (_, older_sent), (newer, newer_sent) = sorted(
+        keyed.values(), key=lambda m: m[1]["version"])
+    now = version(api, game_id)
+
+    def resend(m: dict[str, Any]) -> Any:
+        return api.act(game_id, tx, m["action"], headers=m["headers"], version=m["version"],
+                       seat=m["seat"])
+
+    r = resend(newer_sent)
+    assert r.status_code == 200 and _replays(r) and r.get_data() == newer.get_data()
+    r = resend(older_sent)
+    assert r.status_code == 409 and r.json["type"] == "/problems/version-conflict"
+    assert version(api, game_id) == now
+
+
+def test_a_refused_action_is_not_remembered(api):
+    """A key first sent with a refused action (409) is free: the same key with the right
+    action applies it, as a first request (no ``Idempotent-Replayed``)."""
+    game_id, _, tokens = twin_games(api, seed=3)
+    seat = api.view(game_id).json["turn"]
+    mine = api.view(game_id, tokens[seat]).json
+    key = {"Idempotency-Key": "k"}
+    stale = api.act(game_id, tokens[seat], mine["legal_actions"][0], headers=key,
+                    version=mine["version"] + 1)
+    assert stale.status_code == 409
+    r = api.act(game_id, tokens[seat], mine["legal_actions"][0], headers=key,
+                version=mine["version"])
+    assert r.status_code == 200 and not _replays(r)
+    assert version(api, game_id) == mine["version"] + 1

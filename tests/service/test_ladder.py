@@ -404,7 +404,8 @@ def test_a_game_that_ended_unrated_is_rated_once_by_a_restarted_service(api, lad
     app.extensions["arena"].on_finish.remove(lad._game_finished)
     play_game(api, gid, bots, random.Random(9))
     assert lad.results("quick") == []  # nobody rated it
-    assert {entry(api, t)["state"] for t in bots.values()} == {"playing"}
+    stored = lad.r.hmget(lad.k_entries("quick"), list(bots))  # (not read through ``entry``)
+    assert {json.loads(raw)["state"] for raw in stored} == {"playing"}
     fresh = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
                         "ARENA_RATE_LIMIT": 0, "TESTING": True, "ARENA_LADDERS": QUICK})
     restarted = fresh.extensions["ladders"]
@@ -426,3 +427,63 @@ def test_an_operator_ladder_needs_a_sound_definition():
                 '{"v": {"variants": {"target": 0}}}'):
         with pytest.raises(ValueError):
             declared({"ARENA_LADDERS": bad})
+
+
+def test_the_entry_agrees_with_the_games_end_the_moment_it_is_visible(app, api, lad):
+    """The process that makes a ladder game's last move settles it after its commit
+    (``Arena.on_finish``); the other bot may see the game finished before that (its
+    view, its ``?wait`` answer). Here the finishing request is held in its after-finish
+    hook, before the ladder's: the game reads ``finished``, and both entries already say
+    so — not ``playing``, and ``games_left`` counted down, the result in the rating
+    (issue 24). Once the held request goes on, nothing is rated twice."""
+    rng = random.Random(11)
+    bots = dict(api.bot(n) for n in ("a", "b"))
+    for token in bots.values():
+        assert join(api, token, games=1).status_code == 200
+    [gid] = lad.pass_once()
+    arena = app.extensions["arena"]
+    held, release = threading.Event(), threading.Event()
+
+    def hold(game) -> None:  # the finishing process, slow after its commit
+        held.set()
+        assert release.wait(30)
+
+    arena.on_finish.insert(0, hold)
+    finisher: dict = {}
+    try:
+        for _ in range(2000):  # play up to the last move, which goes on in a thread
+            spec = api.view(gid).json
+            bot = spec["seats"][spec["turn"]]["bot_id"]
+            v = api.view(gid, bots[bot]).json
+            action = rng.choice(v["legal_actions"])
+
+            def last(bot=bot, action=action, v=v) -> None:
+                r = Api(app.test_client()).act(gid, bots[bot], action, version=v["version"])
+                finisher.update(status=r.status_code, view=r.json)
+
+            th = threading.Thread(target=last)
+            th.start()
+            end = time.monotonic() + 10
+            while th.is_alive() and not held.is_set():  # done, or held after the last move
+                assert time.monotonic() < end
+                time.sleep(0.002)
+            if held.is_set():
+                break
+            assert finisher["status"] == 200
+        assert held.is_set(), "the game did not end"
+        assert api.view(gid).json["status"] == "finished"  # visible to every bot
+        for token in bots.values():
+            e = entry(api, token)
+            assert e["state"] == "off" and e["games_left"] == 0 and e["game_id"] is None, e
+            assert e["rating"]["games"] == 1
+        assert [r["game_id"] for r in lad.results("quick")] == [gid]
+    finally:
+        release.set()
+        arena.on_finish.remove(hold)
+    th.join(10)
+    assert finisher["status"] == 200 and finisher["view"]["status"] == "finished"
+    assert [r["game_id"] for r in lad.results("quick")] == [gid]  # rated once
+    lad.pass_once()
+    assert len(lad.results("quick")) == 1
+    assert sum(h["games"] for h in (
+        api.c.get(f"/ladders/quick/bots/{b}/history").json for b in bots)) == 2

@@ -58,8 +58,10 @@ def rate_limited(r: Any) -> int:
 
 def test_guessed_tokens_are_limited_per_address_and_write_nothing_per_guess(key_prefix):
     # a window far longer than the run: the count starts at the first failure, so no
-    # window boundary can fall inside the run however slow the machine is
-    app = make_app(key_prefix, ARENA_AUTH_FAILURE_WINDOW=3600)
+    # window boundary can fall inside the run however slow the machine is; no request
+    # budget, whose counters (10 s windows) could expire during the run and hide the
+    # failure counters in the count of keys
+    app = make_app(key_prefix, ARENA_AUTH_FAILURE_WINDOW=3600, ARENA_RATE_LIMIT=0)
     assert limits.AUTH_FAILURE_LIMIT > 0
     c = app.test_client()
     me, token = register(c, "alice")
@@ -304,3 +306,133 @@ def test_over_the_budget_is_429_with_retry_after_and_nothing_left(key_prefix, pa
     # the budget is the bot's: another bot from the same address is not held back
     _, token2 = register(c, "carol")
     assert c.get("/bots/me", headers=bearer(token2)).status_code == 200
+
+
+# --- every counted answer says where the budget stands (issue 24) -------------------------
+
+
+def budget_left(r: Any) -> int:
+    """``r`` of the answer's ``RateLimit`` field, checking that both fields are there
+    (with the policy's quota and window)."""
+    assert "RateLimit" in r.headers and "RateLimit-Policy" in r.headers, \
+        (r.status_code, r.request.path, dict(r.headers))
+    return quota(r)[2]
+
+
+def test_every_counted_operation_announces_the_budget_it_counted(key_prefix):
+    """Each operation but the health checks, called with a valid token (the admin's where
+    it needs one) and real ids, answers with both fields, whatever its status: fresh
+    answers, long-polls (timeout 0), an event stream, problems after the count (a body
+    that does not fit: 422; an id nobody has: 404). The routes come from the app itself,
+    so a new operation is checked too."""
+    from service.http.routes import operations
+
+    app = make_app(key_prefix, ARENA_RATE_LIMIT=100_000, ARENA_RATE_WINDOW=3600)
+    c = app.test_client()
+    me, token = register(c, "alice")
+    other, _ = register(c, "bob")
+    gid = c.post("/games", json={"players": 2, "seats": [me, other]},
+                 headers=bearer(token)).json["id"]
+    nobody = secrets.token_hex(6)
+    fill = {"game_id": gid, "bot_id": other, "entrant_id": me, "seat": "1", "name": "2p",
+            "owner_id": nobody, "tournament_id": nobody, "invitation_id": nobody}
+    seen = []
+    for rule, method, op in operations(app.url_map.iter_rules(), app.view_functions):
+        if not op.limited:
+            assert rule in ("/healthz", "/readyz")
+            assert "RateLimit" not in c.open(rule, method=method).headers
+            continue
+        path = re.sub(r"<(?:\w+:)?(\w+)>", lambda m: fill[m[1]], rule)
+        headers = bearer(ADMIN_TOKEN if op.auth == "admin" else token)
+        kw: dict[str, Any] = {"headers": headers}
+        if op.body is not None:
+            kw["json"] = {}
+        if op.query is not None and "timeout" in op.query().fields:
+            kw["query_string"] = {"timeout": 0}
+        r = c.open(path, method=method.upper(), buffered=False, **kw)
+        try:
+            budget_left(r)
+            seen.append((method, rule, r.status_code))
+        finally:
+            r.close()
+    assert len(seen) > 40
+    assert {s for _, _, s in seen} >= {200, 404, 422}
+    # the pages a browser gets count per address, and say so too
+    for page in ("/", f"/games/{gid}/play"):
+        budget_left(c.get(page))
+    # refused before the count: no fields (docs/bots.md lists these)
+    for r in (c.get("/bots/me"), c.get("/bots/me", headers=bearer("no-such-token")),
+              c.get("/bots/me", headers={**bearer(token), "Accept": "text/plain"}),
+              c.get("/games/not-an-id!"), c.get("/openapi.yaml"), c.get("/healthz")):
+        assert "RateLimit" not in r.headers and "RateLimit-Policy" not in r.headers, \
+            (r.request.path, r.status_code)
+
+
+def test_a_bot_playing_sees_its_budget_count_down_on_every_answer(key_prefix):
+    """A real game, played with the answers a bot meets: fresh keyed actions (with and
+    without ``?wait``), their replays (with and without ``?wait``), turn polls, views,
+    refusals that count (409 illegal, 409 stale version, 412, 422). Every answer carries
+    both fields, and each says one request fewer is left than the answer before: no
+    answer is left out, none counted twice (issue 24: fresh actions had no fields and
+    replays had)."""
+    import random
+
+    app = make_app(key_prefix, ARENA_RATE_LIMIT=100_000, ARENA_RATE_WINDOW=3600)
+    c = app.test_client()
+    me, token = register(c, "alice")
+    r = c.post("/bots", json={"name": "bob"}, headers=bearer(token), environ_base=OTHER)
+    other, other_token = r.json["id"], r.json["token"]  # alice's owner's: seated at once
+    gid = c.post("/games", json={"players": 2, "seats": [me, other], "seed": 5},
+                 headers=bearer(token)).json["id"]
+    tokens = {0: token, 1: other_token}
+    last: dict[str, int] = {}
+    rng = random.Random(4)
+    kinds: set[str] = set()
+
+    def counted(r: Any, tok: str, kind: str) -> Any:
+        left = budget_left(r)
+        if tok in last:
+            assert left == last[tok] - 1, (kind, r.status_code, left, last[tok])
+        last[tok] = left
+        kinds.add(kind)
+        return r
+
+    moves = 0
+    while True:
+        spectator = c.get(f"/games/{gid}").json  # counted per address, not per bot
+        if spectator["status"] == "finished":
+            break
+        tok = tokens[spectator["turn"]]
+        h = bearer(tok)
+        v = counted(c.get(f"/games/{gid}/turn", headers=h, query_string={"timeout": 0}),
+                    tok, "turn poll").json["view"]
+        stale = counted(c.post(f"/games/{gid}/actions", headers=h,
+                               json={"action": v["legal_actions"][0],
+                                     "version": v["version"] + 1}), tok, "409 stale")
+        assert stale.status_code == 409
+        pre = counted(c.post(f"/games/{gid}/actions",
+                             headers={**h, "If-Match": f'"{v["version"] + 5}"'},
+                             json={"action": v["legal_actions"][0]}), tok, "412")
+        assert pre.status_code == 412
+        bad = counted(c.post(f"/games/{gid}/actions", headers=h, json={"action": "10D"}),
+                      tok, "422")
+        assert bad.status_code == 422
+        action = rng.choice(v["legal_actions"])
+        key = {"Idempotency-Key": f"move-{v['version']}"}
+        wait = {"wait": 0.05} if moves % 2 else {}
+        body = {"action": action, "version": v["version"]}
+        first = counted(c.post(f"/games/{gid}/actions", headers={**h, **key}, json=body,
+                               query_string=wait), tok, "fresh" + (" wait" if wait else ""))
+        assert first.status_code == 200, first.json
+        assert "Idempotent-Replayed" not in first.headers
+        again = counted(c.post(f"/games/{gid}/actions", headers={**h, **key}, json=body,
+                               query_string=wait), tok, "replay" + (" wait" if wait else ""))
+        assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
+        moves += 1
+    # a move on the finished game: refused (R22), counted
+    tok = tokens[0]
+    r = counted(c.post(f"/games/{gid}/actions", headers=bearer(tok), json={"action": "stand"}),
+                tok, "409 over")
+    assert r.status_code == 409
+    assert kinds >= {"turn poll", "409 stale", "412", "422", "fresh", "fresh wait", "replay",
+                     "replay wait", "409 over"}

@@ -247,3 +247,189 @@ def test_sse_finished_game_ends_with_game_over(api):
     assert events[-1]["event"] == "game_over"
     ids = [tuple(map(int, e["id"].split("."))) for e in events]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
+
+
+# --- ?wait for a bot holding two seats (issue 24) ------------------------------------------
+
+
+def _partner_table(api, seed: int, target: int = 14):
+    """A 4-player game where bot X holds seats 1 and 3 (a team) and bot Y seats 0 and 2:
+    (game id, X's token, Y's token)."""
+    x, tx = api.bot("x")
+    y, ty = api.bot("y")
+    game = api.game(ty, 4, seats=[y, x, y, x], seed=seed, variants={"target": target})
+    return game["id"], tx, ty
+
+
+def _play_until(api, game_id, token_of, rng, done):
+    """Random legal moves (each seat's holder acting) until ``done(spectator view)``."""
+    for _ in range(2000):
+        s = api.view(game_id).json
+        if done(s):
+            return s
+        assert s["status"] == "active"
+        w = api.view(game_id, token_of(s["turn"]), seat=s["turn"]).json
+        r = api.act(game_id, token_of(s["turn"]), rng.choice(w["legal_actions"]),
+                    seat=s["turn"], version=w["version"])
+        assert r.status_code == 200, r.json
+    raise AssertionError("never got there")
+
+
+def test_act_wait_with_a_seat_wakes_for_the_bots_other_seat(app, api):
+    """A bot holding seats 1 and 3 plays seat 1's card with ``"seat": 1`` and
+    ``?wait=30``; the opponent at seat 2 plays, and seat 3 is in turn: the waiting action
+    answers then, with seat 3's view (``seat`` 3, ``your_turn``), long before the wait
+    runs out. Before issue 24 it waited for seat 1 only: 30 s, then seat 1's view."""
+    import random
+
+    game_id, tx, ty = _partner_table(api, seed=17)
+    rng = random.Random(5)
+    s = _play_until(api, game_id, lambda seat: tx if seat % 2 else ty, rng,
+                    lambda s: s["phase"] == "play" and s["turn"] == 1
+                    and len(s["trick"]["cards"]) <= 1)
+    w = api.view(game_id, tx, seat=1).json
+    answer: dict = {}
+
+    def act_and_wait():
+        c = app.test_client()
+        started = time.monotonic()
+        r = c.post(f"/games/{game_id}/actions", query_string={"wait": 30},
+                   json={"action": w["legal_actions"][0], "version": w["version"], "seat": 1},
+                   headers={"Authorization": f"Bearer {tx}"})
+        answer.update(status=r.status_code, view=r.json, took=time.monotonic() - started)
+
+    th = threading.Thread(target=act_and_wait)
+    th.start()
+    deadline = time.monotonic() + 10
+    while api.view(game_id).json["version"] == s["version"]:  # seat 1's card applied
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert api.view(game_id).json["turn"] == 2
+    w2 = api.view(game_id, ty, seat=2).json
+    assert api.act(game_id, ty, w2["legal_actions"][0], seat=2,
+                   version=w2["version"]).status_code == 200
+    th.join(25)
+    assert not th.is_alive(), "the waiting action did not answer when seat 3 came into turn"
+    view = answer["view"]
+    assert answer["status"] == 200 and answer["took"] < 20  # the wait was 30 s
+    assert view["seat"] == 3 and view["turn"] == 3 and view["your_turn"] is True
+    assert view["version"] == w["version"] + 2 and view["legal_actions"]
+
+
+def test_act_wait_with_two_seats_always_answers_on_the_bots_turn(app, api):
+    """A whole game: the bot of seats 1 and 3 plays each move with its ``seat`` and
+    ``?wait=30`` (the next request is sent from the answer alone), while the other bot
+    plays seats 0 and 2 from its own loop. Every answer is the game's end or the bot's
+    turn, at whichever of its seats (the view of that seat): including an answer at once
+    when its own card leaves its partner seat in turn (a trick won by seat 3)."""
+    import random
+
+    game_id, tx, ty = _partner_table(api, seed=23, target=7)
+    stop = threading.Event()
+    errors: list = []
+
+    def other_bot():  # seats 0 and 2: long-poll its turn, play, repeat
+        c = app.test_client()
+        rng = random.Random(9)
+        h = {"Authorization": f"Bearer {ty}"}
+        while not stop.is_set():
+            r = c.get(f"/games/{game_id}/turn", query_string={"timeout": 2}, headers=h)
+            v = r.json["view"]
+            if v["status"] == "finished":
+                return
+            if not v["your_turn"]:
+                continue
+            a = c.post(f"/games/{game_id}/actions", headers=h,
+                       json={"action": rng.choice(v["legal_actions"]), "seat": v["seat"],
+                             "version": v["version"]})
+            if a.status_code != 200:
+                errors.append(a.json)
+
+    th = threading.Thread(target=other_bot)
+    th.start()
+    try:
+        rng = random.Random(2)
+        r = api.c.get(f"/games/{game_id}/turn", query_string={"timeout": 30},
+                      headers=api.auth(tx))
+        view = r.json["view"]
+        moves = 0
+        while view["status"] != "finished":
+            assert view["your_turn"] and view["seat"] in (1, 3) and view["turn"] == view["seat"]
+            r = api.c.post(f"/games/{game_id}/actions", query_string={"wait": 30},
+                           json={"action": rng.choice(view["legal_actions"]),
+                                 "seat": view["seat"], "version": view["version"]},
+                           headers=api.auth(tx))
+            assert r.status_code == 200, r.json
+            view = r.json
+            moves += 1
+        assert moves > 20
+    finally:
+        stop.set()
+        th.join(10)
+    assert not errors
+
+
+def test_act_wait_wakes_for_the_other_seat_across_processes():
+    """The same under gunicorn with two worker processes: each request on a connection
+    of its own, so the waiting action and the move that ends its wait are served by
+    whichever worker takes them, the wake-up crossing through Redis pub/sub."""
+    import json
+    import random
+    import urllib.request
+
+    from tests.service.conftest import gunicorn
+
+    def call(url: str, method: str, path: str, body: dict | None = None,
+             token: str | None = None) -> tuple[int, dict]:
+        req = urllib.request.Request(url + path, method=method,
+                                     data=json.dumps(body).encode() if body is not None else None)
+        req.add_header("Content-Type", "application/json")
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+
+    with gunicorn(ARENA_RATE_LIMIT="0") as (url, _proc):
+        _, x = call(url, "POST", "/bots", {"name": "x"})
+        _, y = call(url, "POST", "/bots", {"name": "y"}, x["token"])
+        _, game = call(url, "POST", "/games", {"players": 4, "seed": 17,
+                                               "seats": [y["id"], x["id"], y["id"], x["id"]]},
+                       y["token"])
+        gid = game["id"]
+        rng = random.Random(5)
+        tok = {0: y["token"], 1: x["token"], 2: y["token"], 3: x["token"]}
+        for _ in range(2000):  # to seat 1's turn early in a trick: 1, then 2, then 3 play
+            s = call(url, "GET", f"/games/{gid}")[1]
+            if s["phase"] == "play" and s["turn"] == 1 and len(s["trick"]["cards"]) <= 1:
+                break
+            w = call(url, "GET", f"/games/{gid}?seat={s['turn']}", token=tok[s["turn"]])[1]
+            call(url, "POST", f"/games/{gid}/actions", {
+                "action": rng.choice(w["legal_actions"]), "seat": s["turn"],
+                "version": w["version"]}, tok[s["turn"]])
+        w = call(url, "GET", f"/games/{gid}?seat=1", token=x["token"])[1]
+        answer: dict = {}
+
+        def act_and_wait() -> None:
+            started = time.monotonic()
+            answer["status"], answer["view"] = call(
+                url, "POST", f"/games/{gid}/actions?wait=30",
+                {"action": w["legal_actions"][0], "seat": 1, "version": w["version"]},
+                x["token"])
+            answer["took"] = time.monotonic() - started
+
+        th = threading.Thread(target=act_and_wait)
+        th.start()
+        deadline = time.monotonic() + 20
+        while call(url, "GET", f"/games/{gid}")[1]["version"] == w["version"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        w2 = call(url, "GET", f"/games/{gid}?seat=2", token=y["token"])[1]
+        assert w2["your_turn"]
+        call(url, "POST", f"/games/{gid}/actions",
+             {"action": w2["legal_actions"][0], "seat": 2, "version": w2["version"]},
+             y["token"])
+        th.join(28)
+        assert not th.is_alive(), "no answer when seat 3 came into turn"
+    assert answer["status"] == 200 and answer["took"] < 20  # the wait was 30 s
+    view = answer["view"]
+    assert view["seat"] == 3 and view["your_turn"] is True and view["version"] == w["version"] + 2

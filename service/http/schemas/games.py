@@ -125,10 +125,10 @@ class ActQuery(Strict):
         load_default=0.0,
         metadata={
             "description": "seconds (0..30): after applying the action, answer when it is "
-            "your turn again, the game is over, or this long has passed (0: at once). The "
-            "answer is your view then, as `GET /games/{game_id}` would give it; a retry "
-            "with the same Idempotency-Key answers at once with the view right after the "
-            "action",
+            "your turn again (at any seat your bot holds here), the game is over, or this "
+            "long has passed (0: at once). The answer is your view then, as `GET "
+            "/games/{game_id}` would give it; a retry with the same Idempotency-Key waits "
+            "the same way (see the header)",
         },
     )
 
