@@ -609,6 +609,11 @@ def run_webhook(url: str, command: list[str] | str, only: set[str] | None, quiet
               f"known: {', '.join(SITUATIONS)}", file=sys.stderr)
         return 2
     began = time.monotonic()
+
+    def on_term(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt  # stopped from outside: unwind, stopping what was started
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         check = WebhookCheck(url, command, only, quiet=quiet)
     except CheckError as exc:

@@ -22,12 +22,12 @@ from SIGTERM on, a request on a kept-alive connection is served and answered wit
 a single worker's restart the other workers take it). A connection idle between requests
 gets ``DRAIN_IDLE_S`` for a request already on its way, then is closed, so an idle client
 no longer holds the worker for its keep-alive timeout (5 s). Every close goes through
-``ClientSocket.close``: a request whose bytes had arrived but that got no answer — its
-greenlet ended at the drain's ``graceful_timeout`` (a body still arriving), or bytes that
-came as the keep-alive timer fired — is answered 503 ``shutting-down`` with ``Retry-After``
-and ``Connection: close`` first; and the socket is half-closed and read to its end for
-``LINGER_S`` before it is closed, so bytes left unread do not turn the close into a reset
-that destroys the answer before the client has read it.
+``ClientSocket.close``: during the drain, a request whose bytes had arrived but that got
+no answer — its greenlet ended at the drain's end (a body still arriving), or bytes that
+came as its idle connection was closed — is answered 503 ``shutting-down`` with
+``Retry-After`` and ``Connection: close`` first; and always, the socket is half-closed and
+read to its end for ``LINGER_S`` before it is closed, so bytes left unread do not turn the
+close into a reset that destroys the answer before the client has read it.
 
 At its connection cap (``worker_connections``, ``ARENA_WORKER_CONNECTIONS``, less the
 probes' reserve ``ARENA_RESERVED_CONNECTIONS``) the worker answers a new connection at once
@@ -149,6 +149,7 @@ def shed(client: Any, kind: str = "over-capacity") -> None:
         client.close()
 
 
+DRAINING = [False]  # this worker process was told to stop (set once, by handle_exit)
 SHUTTING_DOWN_DETAIL = ("this server process is stopping; retry shortly (the same request, "
                         "with the same Idempotency-Key)")
 
@@ -237,8 +238,10 @@ class ClientSocket:
             return
         self.closed = True
         try:
-            cut = (self.busy and not self.sent) or self.pending
-            waiting = b"" if cut else self._waiting_bytes()
+            # the refusal is for the drain only: outside it, a head that stalled until the
+            # keep-alive timer (a slow or idle client) is closed as before, with no answer
+            cut = DRAINING[0] and ((self.busy and not self.sent) or self.pending)
+            waiting = b"" if cut or not DRAINING[0] else self._waiting_bytes()
             if cut or waiting:
                 with contextlib.suppress(OSError):
                     self._sock.settimeout(SHED_READ_S)
@@ -479,6 +482,7 @@ class GeventWorker(_GeventWorker):
 
     def handle_exit(self, sig: Any, frame: Any) -> None:
         super().handle_exit(sig, frame)  # alive = False: the run loop stops accepting
+        DRAINING[0] = True
         wsgi = getattr(self, "wsgi", None)  # None: SIGTERM while the app is still loading
         if wsgi is not None:
             gevent.spawn(shut_down, wsgi)  # out of the signal handler
