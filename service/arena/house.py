@@ -50,7 +50,7 @@ STRATEGIES = ("random", "heuristic", "search")
 ROLES = ("opponent", "partner")
 ALIVE_TTL_S = 30
 BEAT_S = 10.0
-STOP_GRACE_S = 0.5  # after a stop, for the runners' requests in flight (see the docstring)
+STOP_GRACE_S = 0.25  # after a stop, for the runners' requests in flight (see the docstring)
 
 log = logging.getLogger(__name__)
 
