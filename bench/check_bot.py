@@ -1,6 +1,10 @@
 """How long ``allfours check-bot`` takes per bot, and how many requests each bot sends.
 
-    python bench/check_bot.py [--bots project,python,javascript,typescript,go,ruby]
+    python bench/check_bot.py [--bots project,python,javascript,typescript,go,ruby,webhook]
+
+(``project`` is the project's runner with the random strategy; ``heuristic`` and
+``search`` are its other strategies; ``webhook`` and ``webhook-node`` are the example
+webhook bots, clients/examples/webhook_bot.py and .mjs, checked with ``--webhook``.)
 
 Runs the whole check (every situation) once per bot, one after another, on this machine,
 and prints one JSON line: per bot, the seconds the check took (service start, the bot's
@@ -21,6 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[0] = str(ROOT)  # the project, not bench/ (its http.py would shadow the stdlib's)
 STARTERS = ROOT / "clients" / "starters"
 TOOLS = {"python": "python3", "javascript": "node", "typescript": "npm", "go": "go",
          "ruby": "ruby"}
@@ -28,10 +33,29 @@ PROJECT = (f"{sys.executable} -m service.cli.main bot --strategy random "
            '--server "$ARENA_URL" --token "$ARENA_TOKEN" --log-level warning')
 
 
+STRATEGIES = {"project": "random", "heuristic": "heuristic", "search": "search"}
+EXAMPLES = ROOT / "clients" / "examples"
+
+
+def _command(bot: str) -> list[str]:
+    if bot in STRATEGIES:
+        return ["--command", PROJECT.replace("--strategy random",
+                                             f"--strategy {STRATEGIES[bot]}")]
+    if bot in ("webhook", "webhook-node"):
+        from service.storage.embedded import free_port
+
+        port = free_port()
+        run = ([sys.executable, str(EXAMPLES / "webhook_bot.py"), "--port", str(port)]
+               if bot == "webhook" else ["node", str(EXAMPLES / "webhook_bot.mjs")])
+        return ["--webhook", f"http://127.0.0.1:{port}/", "--", *run]
+    return ["--", str(STARTERS / bot / "run")]
+
+
 def check(bot: str) -> dict[str, object]:
-    if bot != "project" and not shutil.which(TOOLS[bot]):
-        return {"skipped": f"no {TOOLS[bot]}"}
-    command = ["--command", PROJECT] if bot == "project" else ["--", str(STARTERS / bot / "run")]
+    tool = {"webhook-node": "node"}.get(bot, TOOLS.get(bot))
+    if tool and not shutil.which(tool):
+        return {"skipped": f"no {tool}"}
+    command = _command(bot)
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         began = time.monotonic()
@@ -50,7 +74,8 @@ def check(bot: str) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bots", default="project," + ",".join(TOOLS))
+    parser.add_argument("--bots", default="project,heuristic,search," + ",".join(TOOLS)
+                        + ",webhook,webhook-node")
     args = parser.parse_args()
     result = {bot: check(bot) for bot in args.bots.split(",")}
     print(json.dumps({"bench": "check_bot", "bots": result}))

@@ -16,7 +16,12 @@ for any bot) and drops the previous one.
 **Process.** ``python -m service.arena.house --server URL``: one ``clients.runner.BotRunner``
 thread per account, each an ordinary HTTP client of the service (long-polling its turns,
 rate limited like any bot). ``allfours serve`` starts it beside gunicorn and stops it
-first. While it runs it keeps ``{p}house:alive`` set (expiring after ``ALIVE_TTL_S``); the
+first, while the service still answers: on SIGTERM/SIGINT the runners are told to stop,
+get ``STOP_GRACE_S`` to finish what they are sending, and the process then leaves at once
+and quietly — a runner still in a long-poll is abandoned, not waited for (every move is
+sent with its ``Idempotency-Key``, so a move cut off is applied once or not at all, and the
+move deadline covers the seat), and nothing is logged about the requests cut short.
+While it runs it keeps ``{p}house:alive`` set (expiring after ``ALIVE_TTL_S``); the
 API seats house bots only while that key is there, and otherwise answers 503.
 
 **Switch.** ``ARENA_HOUSE_BOTS=0`` in the environment, or ``allfours serve
@@ -26,6 +31,7 @@ API seats house bots only while that key is there, and otherwise answers 503.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import secrets
@@ -45,6 +51,7 @@ STRATEGIES = ("random", "heuristic", "search")
 ROLES = ("opponent", "partner")
 ALIVE_TTL_S = 30
 BEAT_S = 10.0
+STOP_GRACE_S = 0.25  # after a stop, for the runners' requests in flight (see the docstring)
 
 log = logging.getLogger(__name__)
 
@@ -173,11 +180,16 @@ def run(server: str, redis_url: str, prefix: str, workers: int = 4) -> int:
             beat(store)
             stop.wait(BEAT_S)
     finally:
-        store.r.delete(f"{store.p}house:alive")
+        # quiet from here: what the runners meet while they stop is not news
+        for name in ("clients", "urllib3"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         for r in runners:
             r.stop()
+        with contextlib.suppress(Exception):  # the service's Redis may be going too
+            store.r.delete(f"{store.p}house:alive")
+        until = time.monotonic() + STOP_GRACE_S
         for t in threads:
-            t.join(15)
+            t.join(max(0.0, until - time.monotonic()))
     return 0
 
 
@@ -192,7 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     log.setLevel(logging.INFO)
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
     prefix = os.environ.get("ARENA_KEY_PREFIX", "af:")
-    return run(args.server.rstrip("/"), redis_url, prefix, args.workers)
+    status = run(args.server.rstrip("/"), redis_url, prefix, args.workers)
+    # Leave now: a normal exit would join the runners' game threads (a ThreadPoolExecutor's
+    # are joined at exit), each possibly in a long-poll of several seconds (STOP_GRACE_S).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ KINDS: dict[str, tuple[int, str]] = {
     "too-many-connections": (429, "Too many open streams, long-polls or connections"),
     "service-unavailable": (503, "The game store is unavailable; retry shortly"),
     "over-capacity": (503, "The service is at its connection limit; retry shortly"),
+    "shutting-down": (503, "This server is shutting down; retry shortly"),
     "internal": (500, "Internal error"),
 }
 

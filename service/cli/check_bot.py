@@ -787,6 +787,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="check only these situations (and play only the games they need): "
                    + ", ".join(SITUATIONS))
     p.add_argument("--quiet", action="store_true", help="print only the report")
+    p.add_argument("--webhook", default=None, metavar="URL",
+                   help="check a webhook bot listening on URL (http://127.0.0.1:PORT/...): "
+                   "its command is run with ARENA_WEBHOOK_SECRET and PORT "
+                   "(service.cli.check_webhook)")
     p.add_argument("bot", nargs=argparse.REMAINDER, help="-- the bot's command and arguments")
 
 
@@ -802,6 +806,12 @@ def run(args: argparse.Namespace) -> int:
     only = None
     if args.only:
         only = {s.strip() for s in args.only.split(",") if s.strip()}
+    if getattr(args, "webhook", None):
+        from service.cli.check_webhook import run_webhook
+
+        logging.getLogger("clients").setLevel(logging.ERROR)
+        return run_webhook(args.webhook, command, only, args.quiet, args.json)
+    if only:
         unknown = only - set(SITUATIONS)
         if unknown:
             print(f"allfours check-bot: unknown situation(s) {sorted(unknown)}; known: "

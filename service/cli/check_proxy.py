@@ -10,7 +10,10 @@ situation may install one-shot :class:`Rule` s that, for the request they match:
   the service, exactly as when the service refuses;
 * ``hold``: keep it until a condition (e.g. the game moved on), then forward it;
 * ``drop``: forward it, let the service apply it and answer, then cut the bot's
-  connection without a byte of that answer (the answer lost after the action applied).
+  connection without a byte of that answer (the answer lost after the action applied);
+* ``cut``: close the connection at once, unanswered and not forwarded (for webhook mode,
+  where the proxy stands between the service and a webhook bot: a call that met a broken
+  connection, which the service retries).
 
 While the service is down (a restart), a request finds no upstream and the bot's
 connection is closed unanswered, as a refused connection would leave it.
@@ -52,7 +55,8 @@ class Exchange:
     service_status: int | None = None  # what the service answered (None: not forwarded)
     answer: Any = None  # the service's JSON answer
     injected: str | None = None  # the rule that acted on it
-    outcome: str = "forwarded"  # forwarded, answered, dropped, no-service, held
+    outcome: str = "forwarded"  # forwarded, answered, dropped, no-service, held, cut
+    raw: bytes = b""  # the request body as it came (webhook mode replays a request)
 
     @property
     def game(self) -> str | None:
@@ -80,7 +84,7 @@ class Rule:
 
     name: str
     match: Callable[[Exchange], bool]
-    kind: str  # "answer", "hold", "drop"
+    kind: str  # "answer", "hold", "drop", "cut"
     status: int = 503
     retry_after: int = 1
     hold_until: Callable[[], bool] | None = None
@@ -167,11 +171,14 @@ class CheckProxy:
                     body = None
                 with self._lock:
                     ex = Exchange(len(self.log), time.monotonic(), method, split.path,
-                                  parse_qs(split.query), headers, body)
+                                  parse_qs(split.query), headers, body, raw=raw)
                     self.log.append(ex)
                 rule = self._take_rule(ex)
                 keep = headers.get("connection", "").lower() != "close"
                 try:
+                    if rule is not None and rule.kind == "cut":
+                        ex.outcome, ex.end = "cut", time.monotonic()
+                        return
                     if rule is not None and rule.kind == "answer":
                         self._answer(conn, ex, rule, keep)
                         rule.done.set()

@@ -5,8 +5,12 @@ rather than through its Python API: the API turns this process into the gunicorn
 which installs its own signal handlers and leaves by ``sys.exit`` — there would be no
 place left to stop the embedded server afterwards. As a subprocess, gunicorn runs exactly
 as the Dockerfile runs it (same command, same config), and this process stays a small
-supervisor: start Redis, start gunicorn, wait, and on Ctrl-C or SIGTERM stop gunicorn
-first (so no worker sees Redis vanish mid-request) and then Redis.
+supervisor: start Redis, start gunicorn, wait, and on Ctrl-C or SIGTERM stop, in this
+order: the house bots (a client of the service: stopped while the service still answers,
+they leave quietly instead of retrying against a server that is going away), gunicorn
+(its drain answers or refuses every request; no worker sees Redis vanish mid-request),
+then Redis. The signal handler only notes the request; the main loop does the stopping,
+so the order holds however the signal lands.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -33,6 +38,9 @@ DEFAULT_APP = "service.http.wsgi:app"
 GUNICORN_CONFIG = "python:service.http.gunicorn_conf"
 # gunicorn's own graceful_timeout is 5 s; allow that plus start-up slack before SIGKILL.
 _STOP_WAIT = 15.0
+# The house process leaves within ``service.arena.house.STOP_GRACE_S`` of its SIGTERM; past
+# this it is killed (nothing of it needs saving: every move it sends is idempotent).
+_HOUSE_STOP_WAIT = 3.0
 
 
 def default_data_dir() -> Path:
@@ -135,11 +143,11 @@ def serve(
         nonlocal stopping
         if not gunicorns or all(g.poll() is not None for g in gunicorns):
             raise KeyboardInterrupt  # still starting up: unwind through the finally
-        # First signal: graceful stop (SIGTERM). A second one: gunicorn's quick stop.
-        for gunicorn in gunicorns:
-            if gunicorn.poll() is None:
-                gunicorn.send_signal(signal.SIGINT if stopping else signal.SIGTERM)
-        stopping = True
+        if stopping:  # a second signal: gunicorn's quick stop (the house was stopped first)
+            for gunicorn in gunicorns:
+                if gunicorn.poll() is None:
+                    gunicorn.send_signal(signal.SIGINT)
+        stopping = True  # the first: the main loop stops everything in order
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     ports = [port + i for i in range(instances)]
@@ -177,8 +185,13 @@ def serve(
                  "(one Redis; put a load balancer in front, or spread the bots)")
         _log(f"open http://{shown}:{port}/docs for the API page (Ctrl-C stops)")
         house_proc = _start_house_bots(env, shown, port, house_bots)
-        status = _wait_any(gunicorns)
+        status = _wait_any(gunicorns, lambda: stopping)
         if stopping:
+            _log("stopping")
+            stop_process(house_proc, _HOUSE_STOP_WAIT)  # first: its requests end now
+            for gunicorn in gunicorns:
+                if gunicorn.poll() is None:
+                    gunicorn.send_signal(signal.SIGTERM)
             for gunicorn in gunicorns:
                 gunicorn.wait()
             _log("stopped")
@@ -194,7 +207,7 @@ def serve(
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        stop_process(house_proc, _STOP_WAIT)
+        stop_process(house_proc, _HOUSE_STOP_WAIT)
         try:
             stop_processes(gunicorns, _STOP_WAIT)
         finally:
@@ -216,17 +229,20 @@ def instance_env(env: dict[str, str], port: int, instances: int) -> dict[str, st
             os.path.join(env["PROMETHEUS_MULTIPROC_DIR"], f"instance-{port}")}
 
 
-def _wait_any(procs: list[subprocess.Popen[bytes]]) -> int:
-    """Wait until one of procs exits; return its status. (A poll every 0.2 s: nothing
-    waits on several children at once without threads, and serve starts none.)"""
+def _wait_any(procs: list[subprocess.Popen[bytes]],
+              stop: Callable[[], bool] = lambda: False) -> int | None:
+    """Wait until one of procs exits (its status) or ``stop()`` is true (None). (A poll
+    every 0.1 s: nothing waits on several children at once without threads, and serve
+    starts none.)"""
     import time
 
-    while True:
+    while not stop():
         for proc in procs:
             status = proc.poll()
             if status is not None:
                 return status
-        time.sleep(0.2)
+        time.sleep(0.1)
+    return None
 
 
 def _start_house_bots(env: dict[str, str], host: str, port: int,

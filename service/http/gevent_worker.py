@@ -15,6 +15,20 @@ On SIGTERM (``handle_exit``) the worker also ends its open long-polls and event 
 at once (``shut_down``): gunicorn would otherwise wait ``graceful_timeout`` for them and
 then cut them off.
 
+**The drain answers or refuses every request** (never a reset, never an empty reply):
+from SIGTERM on, a request on a kept-alive connection is served and answered with
+``Connection: close`` (gunicorn's own rule), and gunicorn stops accepting within a second
+(the master closed its copy of the listener first: a later connect is refused, and during
+a single worker's restart the other workers take it). A connection idle between requests
+gets ``DRAIN_IDLE_S`` for a request already on its way, then is closed, so an idle client
+no longer holds the worker for its keep-alive timeout (5 s). Every close goes through
+``ClientSocket.close``: during the drain, a request whose bytes had arrived but that got
+no answer — its greenlet ended at the drain's end (a body still arriving), or bytes that
+came as its idle connection was closed — is answered 503 ``shutting-down`` with
+``Retry-After`` and ``Connection: close`` first; and always, the socket is half-closed and
+read to its end for ``LINGER_S`` before it is closed, so bytes left unread do not turn the
+close into a reset that destroys the answer before the client has read it.
+
 At its connection cap (``worker_connections``, ``ARENA_WORKER_CONNECTIONS``, less the
 probes' reserve ``ARENA_RESERVED_CONNECTIONS``) the worker answers a new connection at once
 with a 503 ``over-capacity`` problem and ``Retry-After: 1``, and closes it (``shed``),
@@ -64,6 +78,12 @@ ACCEPT_BATCH = 100
 SHED_READ_S = 1.0  # how long a refused connection's request head is waited for
 RETRY_AFTER_S = 1
 DRAIN_MAX_BYTES = 65536  # of a body the app left unread, drained to keep the connection
+DRAIN_IDLE_S = 0.5  # after SIGTERM, how long an idle kept-alive connection stays open
+LINGER_S = 0.25  # a closing connection is read to its end this long (no reset: see above)
+# The drain's end, this long before gunicorn's graceful_timeout: the master SIGKILLs a
+# worker still there at graceful_timeout (whose sockets then close with no answer), and
+# gunicorn's own run loop looks for an empty pool only once a second.
+DRAIN_END_MARGIN_S = 1.5
 _PROBE_LINES = tuple(b"GET %s" % p for p in (b"/healthz", b"/readyz", b"/metrics"))
 
 _REASONS = {400: "Bad Request", 408: "Request Timeout", 414: "URI Too Long",
@@ -71,6 +91,7 @@ _REASONS = {400: "Bad Request", 408: "Request Timeout", 414: "URI Too Long",
             503: "Service Unavailable"}
 _TITLES = {  # as service.arena.problems.KINDS has them (not imported in gunicorn's master)
     "over-capacity": (503, "The service is at its connection limit; retry shortly"),
+    "shutting-down": (503, "This server is shutting down; retry shortly"),
     "too-many-connections": (429, "Too many open streams, long-polls or connections"),
     "malformed-body": (400, "The request body cannot be read"),
     "bad-request": (400, "Bad request"),
@@ -126,6 +147,115 @@ def shed(client: Any, kind: str = "over-capacity") -> None:
         pass
     finally:
         client.close()
+
+
+DRAINING = [False]  # this worker process was told to stop (set once, by handle_exit)
+SHUTTING_DOWN_DETAIL = ("this server process is stopping; retry shortly (the same request, "
+                        "with the same Idempotency-Key)")
+
+
+def linger_close(sock: Any, linger_s: float = LINGER_S) -> None:
+    """Half-close ``sock`` (our FIN after whatever was sent), read what the peer still
+    sends for up to ``linger_s`` or until it closes, then close: closing with unread bytes
+    makes the kernel send a reset, which can destroy an answer the peer has not read."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_WR)
+    until = time.monotonic() + linger_s
+    try:
+        while True:
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            sock.settimeout(left)
+            if not sock.recv(65536):
+                break
+    except (OSError, gevent.Timeout):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sock.close()
+
+
+class ClientSocket:
+    """A client connection as gunicorn's handler sees it, knowing whether a request is
+    waiting for its answer, so that closing it (a drain, a keep-alive timeout, a greenlet
+    ended) never leaves that request unanswered: see the module docstring."""
+
+    __slots__ = ("_sock", "busy", "closed", "greenlet", "path", "pending", "sent")
+
+    def __init__(self, sock: Any) -> None:
+        self._sock = sock
+        self.busy = False  # a request is being handled
+        self.sent = False  # and its answer has started
+        self.pending = False  # request bytes read while no request was being handled
+        self.closed = False
+        self.greenlet: Any = None
+        self.path: str | None = None  # the request being handled, for a refusal's instance
+
+    @property
+    def idle(self) -> bool:
+        return not (self.busy or self.pending or self.closed)
+
+    def begin(self, path: str | None = None) -> None:
+        self.busy, self.sent, self.pending, self.path = True, False, False, path
+
+    def end(self) -> None:
+        self.busy = False
+
+    def recv(self, *args: Any) -> bytes:
+        data = self._sock.recv(*args)
+        if data and not self.busy:
+            self.pending = True
+        return data
+
+    def recv_into(self, buffer: Any, *args: Any) -> int:
+        n = self._sock.recv_into(buffer, *args)
+        if n and not self.busy:
+            self.pending = True
+        return n
+
+    def sendall(self, data: Any, *args: Any) -> None:
+        self.sent = True
+        self._sock.sendall(data, *args)
+
+    def send(self, data: Any, *args: Any) -> int:
+        self.sent = True
+        return self._sock.send(data, *args)
+
+    def sendfile(self, *args: Any, **kwargs: Any) -> Any:
+        self.sent = True
+        return self._sock.sendfile(*args, **kwargs)
+
+    def _waiting_bytes(self) -> bytes:
+        try:  # a timeout of 0: gevent's recv would otherwise wait for the bytes
+            self._sock.settimeout(0.0)
+            return self._sock.recv(8192, socket.MSG_PEEK)
+        except OSError:
+            return b""
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            # the refusal is for the drain only: outside it, a head that stalled until the
+            # keep-alive timer (a slow or idle client) is closed as before, with no answer
+            cut = DRAINING[0] and ((self.busy and not self.sent) or self.pending)
+            waiting = b"" if cut or not DRAINING[0] else self._waiting_bytes()
+            if cut or waiting:
+                with contextlib.suppress(OSError):
+                    self._sock.settimeout(SHED_READ_S)
+                    self._sock.sendall(problem_answer(
+                        "shutting-down", SHUTTING_DOWN_DETAIL,
+                        request_path(waiting) if waiting else self.path, RETRY_AFTER_S))
+            linger_close(self._sock)
+        except BaseException:  # a greenlet killed while closing: close at least
+            with contextlib.suppress(OSError):
+                self._sock.close()
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
 
 
 def wants_probe(client: Any, wait_s: float = SHED_READ_S) -> bool:
@@ -287,6 +417,7 @@ class GeventWorker(_GeventWorker):
         self.per_client = 0  # 0: no share per client
         self.send_timeout_s = 0.0
         self.body_timeout_s = 0.0
+        self.clients: set[ClientSocket] = set()  # the served connections, for the drain
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
@@ -323,14 +454,19 @@ class GeventWorker(_GeventWorker):
         self.open_connections += 1
         if reserved:
             self.probes_open += 1
-            self.reserved.add(client)
+            self.reserved.add(client)  # the raw socket: handle_request unwraps it
         else:
             self.general_open += 1
             if key is not None:
                 self.by_client[key] = self.by_client.get(key, 0) + 1
+        conn = ClientSocket(client)
+        conn.greenlet = gevent.getcurrent()
+        self.clients.add(conn)
         try:
-            super().handle(listener, client, addr)
+            super().handle(listener, conn, addr)
         finally:
+            self.clients.discard(conn)
+            conn.close()  # gunicorn has closed it already, unless it ended elsewhere
             self.open_connections -= 1
             if reserved:
                 self.probes_open -= 1
@@ -346,21 +482,56 @@ class GeventWorker(_GeventWorker):
 
     def handle_exit(self, sig: Any, frame: Any) -> None:
         super().handle_exit(sig, frame)  # alive = False: the run loop stops accepting
-        gevent.spawn(shut_down, self.wsgi)  # out of the signal handler
+        DRAINING[0] = True
+        wsgi = getattr(self, "wsgi", None)  # None: SIGTERM while the app is still loading
+        if wsgi is not None:
+            gevent.spawn(shut_down, wsgi)  # out of the signal handler
+        gevent.spawn_later(DRAIN_IDLE_S, self.close_idle)
+        ends_in = float(getattr(self.cfg, "graceful_timeout", 5)) - DRAIN_END_MARGIN_S
+        gevent.spawn_later(max(DRAIN_IDLE_S, ends_in), self.end_drain)
+
+    def close_idle(self) -> None:
+        """End the connections idle between requests (after ``DRAIN_IDLE_S`` of the drain,
+        for a request already on its way): their greenlets are told to exit, and
+        ``ClientSocket.close`` answers any request that arrived meanwhile."""
+        for conn in list(self.clients):
+            if conn.idle and conn.greenlet is not None:
+                conn.greenlet.kill(block=False)
+
+    def end_drain(self) -> None:
+        """The drain's end (``DRAIN_END_MARGIN_S`` before gunicorn's graceful timeout): every
+        connection still open is ended here, where ``ClientSocket.close`` answers a request
+        that got no answer 503, rather than by the master's SIGKILL, which answers nothing."""
+        for conn in list(self.clients):
+            if conn.greenlet is not None:
+                conn.greenlet.kill(block=False)
 
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         started = time.monotonic()
         body = getattr(req, "body", None)
         if body is not None:
             body.request = req  # a failed read of it closes the connection (connections.py)
+        conn = sock if isinstance(sock, ClientSocket) else None
+        if conn is not None:
+            conn.begin(getattr(req, "path", None))
         out = HeldHeaders(sock, self.send_timeout_s)
         try:
-            done = super().handle_request(listener_name, req, out, addr)
+            try:
+                done = super().handle_request(listener_name, req, out, addr)
+            finally:
+                out.flush()
+            if conn is not None and not conn.sent:
+                # gunicorn swallows the end of a greenlet killed mid-request (the drain's
+                # graceful timeout): no answer was begun, so close, and close answers 503
+                raise StopIteration()
+            raw = conn._sock if conn is not None else sock
+            if raw in self.reserved:
+                raise StopIteration()  # a probe from the reserve: one request, then close
+            self.finish_body(req, started + self.body_timeout_s if self.body_timeout_s
+                             else None)
         finally:
-            out.flush()
-        if sock in self.reserved:
-            raise StopIteration()  # a probe from the reserve: one request, then close
-        self.finish_body(req, started + self.body_timeout_s if self.body_timeout_s else None)
+            if conn is not None and conn.sent:
+                conn.end()  # answered: the bytes read from now on are the next request's
         return done
 
     @staticmethod
@@ -395,6 +566,8 @@ class GeventWorker(_GeventWorker):
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         """A request head gunicorn cannot parse: a problem, logged as the client's error
         (one line, no traceback); anything else as gunicorn does it."""
+        if isinstance(exc, gevent.GreenletExit):
+            return  # ended by the drain (close_idle): ClientSocket.close answers, if needed
         answer = head_error_answer(exc)
         if answer is None:
             super().handle_error(req, client, addr, exc)

@@ -49,8 +49,11 @@ def verdicts(report: dict) -> dict[str, bool]:
     return {s["situation"]: s["passed"] for s in report.get("situations", [])}
 
 
-def test_the_project_bot_passes_every_situation(tmp_path: Path) -> None:
-    command = (f"{sys.executable} -m service.cli.main bot --strategy random "
+@pytest.mark.parametrize("strategy", ["random", "heuristic", "search"])
+def test_the_project_bot_passes_every_situation(tmp_path: Path, strategy: str) -> None:
+    """The project's own pulling bot (clients/runner.py, ``allfours bot``) with each of
+    its strategies."""
+    command = (f"{sys.executable} -m service.cli.main bot --strategy {strategy} "
                '--server "$ARENA_URL" --token "$ARENA_TOKEN" --log-level warning')
     status, report, out = check_bot(tmp_path, "--command", command)
     assert verdicts(report) == dict.fromkeys(SITUATIONS, True), out
