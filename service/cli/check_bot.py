@@ -26,7 +26,6 @@ one game at a time is judged fairly):
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -779,38 +778,10 @@ def report_text(results: list[Result], seconds: float) -> str:
     return "\n".join(lines)
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--command", default=None,
-                   help="the bot's command line, run by the shell (or give it after --)")
-    p.add_argument("--json", default=None, metavar="FILE", help="write the report as JSON")
-    p.add_argument("--only", default=None, metavar="SITUATION,...",
-                   help="check only these situations (and play only the games they need): "
-                   + ", ".join(SITUATIONS))
-    p.add_argument("--quiet", action="store_true", help="print only the report")
-    p.add_argument("--webhook", default=None, metavar="URL",
-                   help="check a webhook bot listening on URL (http://127.0.0.1:PORT/...): "
-                   "its command is run with ARENA_WEBHOOK_SECRET and PORT "
-                   "(service.cli.check_webhook)")
-    p.add_argument("bot", nargs=argparse.REMAINDER, help="-- the bot's command and arguments")
-
-
-def run(args: argparse.Namespace) -> int:
-    argv = list(args.bot)
-    if argv and argv[0] == "--":
-        argv = argv[1:]
-    command: list[str] | str | None = args.command or (argv or None)
-    if command is None:
-        print("allfours check-bot: give the bot's command: --command '...' or -- CMD ARGS",
-              file=sys.stderr)
-        return 2
-    only = None
-    if args.only:
-        only = {s.strip() for s in args.only.split(",") if s.strip()}
-    if getattr(args, "webhook", None):
-        from service.cli.check_webhook import run_webhook
-
-        logging.getLogger("clients").setLevel(logging.ERROR)
-        return run_webhook(args.webhook, command, only, args.quiet, args.json)
+def run_pulling(command: list[str] | str, only: set[str] | None, quiet: bool,
+                json_path: str | None) -> int:
+    """``allfours check-bot -- CMD``: the pulling bot put through every situation (or
+    ``only`` these); the exit status (0 passed, 1 a situation failed, 2 no check ran)."""
     if only:
         unknown = only - set(SITUATIONS)
         if unknown:
@@ -819,7 +790,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     logging.getLogger("clients").setLevel(logging.ERROR)
     began = time.monotonic()
-    check = Check(command, only, quiet=args.quiet)
+    check = Check(command, only, quiet=quiet)
     try:
         results = check.run()
     except KeyboardInterrupt:
@@ -835,8 +806,8 @@ def run(args: argparse.Namespace) -> int:
     failed = [r for r in results if not r.passed]
     if failed:
         print("the bot's last output lines:\n" + check.bot_log_tail(), flush=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps({
+    if json_path:
+        Path(json_path).write_text(json.dumps({
             "passed": not failed, "seconds": round(seconds, 2),
             "situations": [asdict(r) for r in results],
             "bot_log_tail": check.bot_log_tail()}, indent=2) + "\n")

@@ -288,8 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tournament_arguments(tour)
     tour.set_defaults(func=_cmd_tournament)
-    from service.cli.check_bot import add_arguments as check_arguments
-    from service.cli.check_bot import run as check_run
+    from service.cli.check_cmd import add_arguments as check_arguments
+    from service.cli.check_cmd import run as check_run
 
     chk = sub.add_parser(
         "check-bot",
