@@ -15,7 +15,7 @@ from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
 from service import metrics
-from service.arena import rating_migration
+from service.arena import analyses, rating_migration
 from service.arena.callbacks import DEFAULTS as CALLBACK_DEFAULTS
 from service.arena.callbacks import Callbacks
 from service.arena.games import Arena
@@ -26,6 +26,7 @@ from service.arena.owners import DEFAULTS as OWNER_DEFAULTS
 from service.arena.ratings import DEFAULTS as RATING_DEFAULTS
 from service.arena.tournaments import Tournaments
 from service.http import (
+    analysis_routes,
     callback_routes,
     connections,
     consent_routes,
@@ -99,6 +100,9 @@ DEFAULTS: dict[str, Any] = {
     # deadlines on request heads, bodies and response writes; caps on open streams and
     # long-polls per client and per bot; the probes' reserve (service/http/connections.py)
     **connections.DEFAULTS,
+    # post-game analyses: workers per instance, their lease, quality, the ladder's games
+    # (service/arena/analyses.py)
+    **analyses.DEFAULTS,
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
@@ -161,6 +165,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     callbacks = app.extensions["callbacks"] = Callbacks(arena, app.config)
     arena.on_status.append(callbacks.game_changed)
     arena.invitations.on_invite.append(callbacks.invited)
+    queue = app.extensions["analyses"] = analyses.Analyses(
+        store, float(app.config["ARENA_ANALYSIS_LEASE"]))
+    arena.on_finish.append(analyses.auto_analyse(
+        queue, str(app.config["ARENA_LADDER_ANALYSE"]) == "1"))
 
     register_error_handlers(app)
     observe.install(app)  # per request: metrics, X-Request-ID, one JSON access line
@@ -168,6 +176,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(routes.bp)
     app.register_blueprint(ladder_routes.bp)  # /ladders/...
     app.register_blueprint(callback_routes.bp)  # PUT/GET/DELETE /bots/me/callback...
+    app.register_blueprint(analysis_routes.bp)  # GET /games/{id}/analysis, /bots/{id}/...
     app.register_blueprint(consent_routes.bp)  # invitations, policy, owners, suspension
     app.register_blueprint(pages.bp)  # the pages for people: /, /games/{id} (HTML)
     docs = get_swaggerui_blueprint(

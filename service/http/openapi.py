@@ -220,6 +220,8 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     if op.links:
         ok["links"] = op.links
     responses: dict[str, Any] = {str(op.status): ok}
+    for code, answer in op.more.items():
+        responses[str(code)] = answer
     codes = set(op.errors) | {406, 429, 503}
     if op.auth == "admin":
         codes |= {401, 403}
