@@ -21,7 +21,7 @@ Keys (``p`` = the key prefix, ``T(x)`` a hash tag in cluster mode, docs/operatio
   died), ``counted`` (added to the bots' averages). Its TTL is the game's own, copied
   by every script that writes it (they read the game's PTTL in the same slot), so it goes
   when the game goes, and a kept (tournament, ladder) game's analysis is kept too.
-- ``{p}T(analysis):queue`` the stream (one key: the queue's traffic is one entry per
+- ``{p}{analysis}:queue`` the stream (one key: the queue's traffic is one entry per
   analysed game, far below what one slot serves, and one key keeps one consumer group);
   entries are deleted once acknowledged, and it is capped (``MAXLEN ~``).
 - ``{p}bot:{id}:analysis`` hash: a bot's sums over its analysed games (``games``,
@@ -158,8 +158,8 @@ class Analyses:
         self.store = store
         self.r = store.r
         self.lease_s = float(lease_s)
-        keys = store.keys
-        self.stream = f"{keys.p}{keys.tag('analysis')}:queue"
+        # a hash tag on a single Redis too (as the ladders' keys): one name everywhere
+        self.stream = f"{store.keys.p}{{analysis}}:queue"
         self._ask = self.r.register_script(ASK)
         self._claim = self.r.register_script(CLAIM)
         self._renew = self.r.register_script(RENEW)
