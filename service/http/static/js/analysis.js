@@ -13,6 +13,7 @@ export const MARK = {
   blunder: { symbol: "??", text: "blunder" },
 };
 const $ = (id) => document.getElementById(id);
+const TEAM = { 0: "A", 1: "B" }; // as the table names them (seat 0's team is A)
 
 function svg(tag, attrs = {}, text = null) {
   const node = document.createElementNS(SVG, tag);
@@ -56,7 +57,7 @@ function chart(analysis, onJump) {
     }));
     for (const p of points) {
       const d = byPly.get(p.ply);
-      const label = `Ply ${p.ply}, team ${team}: ${pct(p.win)} to win` +
+      const label = `Ply ${p.ply}, Team ${TEAM[team]}: ${pct(p.win)} to win` +
         (d && d.mark ? `, ${MARK[d.mark].text}` : "") + ". Go to this decision";
       const dot = svg("circle", {
         class: `an-dot ${cls}${d && d.mark ? ` mark-${d.mark}` : ""}`, cx: x(p.ply).toFixed(1),
