@@ -22,19 +22,25 @@ At most one core's worth of work besides the service: one player thread.
 
 from __future__ import annotations
 
-import argparse
-import http.client
-import json
-import random
 import sys
-import tempfile
-import threading
-import time
 from pathlib import Path
 
-import redis
+# Run as ``python bench/analysis_load.py``, this file's directory comes first on sys.path,
+# where bench/http.py would shadow the standard library's ``http`` package: drop it.
+_HERE = Path(__file__).resolve().parent
+ROOT = _HERE.parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+sys.path.insert(0, str(ROOT))
 
-sys.path[:] = [p for p in sys.path if not p.endswith("bench")]  # bench/http.py shadows http
+import argparse  # noqa: E402
+import http.client  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import redis  # noqa: E402
 
 from bench.harness import HOST, pct, request, start_redis, start_service, stop  # noqa: E402
 

@@ -440,15 +440,25 @@ def run_worker() -> int:
     lease = float(os.environ.get("ARENA_ANALYSIS_LEASE") or DEFAULTS["ARENA_ANALYSIS_LEASE"])
     worker = Worker(Analyses(store_from_env(), lease),
                     quality=os.environ.get("ARENA_ANALYSIS_QUALITY") or "default")
-    signal.signal(signal.SIGTERM, lambda *_: worker.stopping.set())
+
+    def on_term(*_: object) -> None:
+        # at once, even mid-analysis: the game's entry stays pending, and another worker
+        # takes it over after the lease (as after a crash)
+        worker.stopping.set()
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, on_term)
     worker.run()
     return 0
 
 
 def spawn_workers(count: int, env: dict[str, str] | None = None) -> list[subprocess.Popen]:
     """``count`` worker processes (each computes one analysis at a time)."""
+    from service.storage.embedded import die_with_parent
+
+    # each dies with the supervisor, even a supervisor killed without its clean-up
     return [subprocess.Popen([sys.executable, "-m", "service.arena.analyses", "--worker"],
-                             env=env) for _ in range(count)]
+                             env=env, preexec_fn=die_with_parent) for _ in range(count)]
 
 
 def supervise(count: int) -> int:

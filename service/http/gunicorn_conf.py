@@ -135,8 +135,11 @@ def when_ready(server: object) -> None:
         import subprocess
         import sys
 
+        from service.storage.embedded import die_with_parent  # (the standard library only)
+
+        # SIGTERMed by Linux if this arbiter dies without its on_exit (a SIGKILL)
         _analysis_supervisor.append(subprocess.Popen(
-            [sys.executable, "-m", "service.arena.analyses"]))
+            [sys.executable, "-m", "service.arena.analyses"], preexec_fn=die_with_parent))
 
 
 def on_exit(server: object) -> None:
