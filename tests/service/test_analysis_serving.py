@@ -214,3 +214,42 @@ def test_a_worker_killed_mid_analysis_leaves_it_to_another(api: Any, app: Any,
     r = api.c.get(f"/games/{gid}/analysis")
     assert r.status_code == 200
     assert len(r.json["decisions"]) == total
+
+
+# --- as deployed: the gunicorn arbiter starts the workers ---------------------------------
+
+
+def analysis_processes(pid: int) -> list[int]:
+    from tests.test_serve import descendants
+
+    return [p for p, line in descendants(pid).items()
+            if "service.arena.analyses --worker" in line]
+
+
+def test_gunicorn_starts_the_configured_analysis_workers_and_stops_them(
+        key_prefix: str) -> None:
+    from tests.service.conftest import gunicorn
+
+    with gunicorn(ARENA_KEY_PREFIX=key_prefix, ARENA_ANALYSIS_WORKERS="2") as (_, proc):
+        wait_for(lambda: len(analysis_processes(proc.pid)) == 2, 60, "two workers")
+        workers = analysis_processes(proc.pid)
+        # a worker that dies is started again by the supervisor
+        os.kill(workers[0], signal.SIGKILL)
+        wait_for(lambda: len(analysis_processes(proc.pid)) == 2
+                 and workers[0] not in analysis_processes(proc.pid), 60, "a new worker")
+        everyone = analysis_processes(proc.pid)
+    from tests.test_serve import alive
+
+    wait_for(lambda: not any(alive(p) for p in everyone), 30, "the workers to stop")
+
+
+def test_no_analysis_worker_with_none_configured(key_prefix: str) -> None:
+    from tests.service.conftest import gunicorn
+
+    from tests.test_serve import descendants
+
+    with gunicorn(ARENA_KEY_PREFIX=key_prefix, ARENA_ANALYSIS_WORKERS="0") as (_, proc):
+        # the arbiter runs ``when_ready`` before its first worker, so before /healthz
+        # answers: a supervisor it started would be its child by now
+        assert not [line for line in descendants(proc.pid).values()
+                    if "service.arena.analyses" in line]
