@@ -245,7 +245,6 @@ def test_gunicorn_starts_the_configured_analysis_workers_and_stops_them(
 
 def test_no_analysis_worker_with_none_configured(key_prefix: str) -> None:
     from tests.service.conftest import gunicorn
-
     from tests.test_serve import descendants
 
     with gunicorn(ARENA_KEY_PREFIX=key_prefix, ARENA_ANALYSIS_WORKERS="0") as (_, proc):
