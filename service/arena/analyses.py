@@ -226,6 +226,18 @@ class Analyses:
         pipe.xdel(self.stream, entry_id)
         pipe.execute()
 
+    def forget_consumers(self, idle_s: float = 3600) -> int:
+        """Drop the group's consumers that hold nothing and were last seen ``idle_s``
+        ago: each worker process is a consumer of its own name, and the dead ones would
+        pile up in the group for ever. One holding entries is kept: ``XAUTOCLAIM``
+        moves them to a live worker first."""
+        gone = 0
+        for c in self.r.xinfo_consumers(self.stream, GROUP):
+            if int(c.get("pending", 0)) == 0 and int(c.get("idle", 0)) > idle_s * 1000:
+                self.r.xgroup_delconsumer(self.stream, GROUP, _text(c["name"]))
+                gone += 1
+        return gone
+
     def claim(self, game_id: str, worker: str) -> int:
         return int(self._claim(keys=[self.key(game_id), self.store.game_key(game_id)],
                                args=[worker, repr(time.time()), self.lease_s]))
@@ -346,8 +358,12 @@ class Worker:
 
     def run(self, block_ms: int = 2000) -> None:
         self.a.ensure_group()
+        tidy_at = 0.0
         while not self.stopping.is_set():
             try:
+                if time.monotonic() >= tidy_at:
+                    self.a.forget_consumers()
+                    tidy_at = time.monotonic() + 600
                 self.once(block_ms)
             except redis.RedisError:
                 log.warning("analysis worker: redis error", exc_info=True)

@@ -115,6 +115,20 @@ def test_the_lease_is_one_workers_at_a_time(api: Any, app: Any) -> None:
     assert q.claim(gid, "w3") == 0  # done: acknowledge
 
 
+def test_dead_consumers_are_forgotten_once_they_hold_nothing(api: Any, app: Any) -> None:
+    q = queue(app)
+    q.ensure_group()
+    gid, _ = short_game(api, 6)
+    q.ask(gid)
+    assert q.next_entry("busy-worker", 0) is not None  # holds the entry (pending)
+    q.r.xgroup_createconsumer(q.stream, "workers", "idle-worker")  # holds nothing
+    time.sleep(0.05)
+    assert q.forget_consumers(idle_s=0.01) == 1
+    names = {c["name"].decode() if isinstance(c["name"], bytes) else c["name"]
+             for c in q.r.xinfo_consumers(q.stream, "workers")}
+    assert names == {"busy-worker"}
+
+
 def test_refused_while_the_deal_is_embargoed_and_a_tournament_analyses_every_game(
         client: Any, app: Any) -> None:
     bots = register(client, 4)
@@ -205,12 +219,13 @@ def test_a_worker_killed_mid_analysis_leaves_it_to_another(api: Any, app: Any,
         heir = start_worker(key_prefix, lease, quality="default")
         try:
             wait_for(lambda: q.state(gid)["status"] == "done", 600, "nobody finished it")
+            # (the entry is acknowledged right after the result is stored)
+            wait_for(lambda: redis_client.xlen(q.stream) == 0, 30, "the entry left behind")
         finally:
             stop(heir)
     finally:
         stop(doomed)
     assert int(redis_client.hget(q.key(gid), "attempts")) == 2  # the killed one, the heir
-    assert redis_client.xlen(q.stream) == 0
     r = api.c.get(f"/games/{gid}/analysis")
     assert r.status_code == 200
     assert len(r.json["decisions"]) == total
