@@ -2,19 +2,20 @@
 being computed beside it, against without, in the same run (issue 25; target: p99 with
 at most 1.2 x without).
 
-    python bench/analysis_load.py [--seconds 15] [--rounds 2] [--games 6] [--http-workers 1]
+    python bench/analysis_load.py [--seconds 3] [--rounds 10] [--games 6] [--http-workers 1]
 
 1. Starts its own ``redis-server`` (free port, no persistence) and the service under
    gunicorn as deployed (``bench.harness.start_service``), with the analysis workers the
    arbiter starts (``ARENA_ANALYSIS_WORKERS``, default 1, at the default quality).
 2. Plays ``--games`` 4-player games to 14 points with random moves (the analyses' work).
-3. Phases of ``--seconds``, alternating without and with analyses (``--rounds`` of each,
-   so a drift of the machine falls on both): in each, one player (both seats of a
-   2-player game; a new game when one ends) reads its view and posts a random legal
-   action, over and over; each action POST's latency is kept. Before a "with" phase the
-   finished games are asked for (``GET /games/{id}/analysis``), and during it the bench
-   checks in Redis that an analysis is running (``busy``: the share of its checks that
-   found one).
+3. Asks for their analyses, then alternates short phases of ``--seconds`` without and
+   with analyses running (``--rounds`` of each, so that the machine's drift, and other
+   sessions' load, fall on both alike): "without" stops the analysis workers (SIGSTOP),
+   "with" lets them run (SIGCONT; a pause is far shorter than their lease). In each
+   phase one player (both seats of a 2-player game; a new game when one ends) reads its
+   view and posts a random legal action, over and over; each action POST's latency is
+   kept. During "with" phases the bench checks in Redis that an analysis is running
+   (``busy``: the share of its checks that found one).
 4. Prints one JSON line: action p50/p99 (ms) without and with, ``p99_ratio``, counts.
 
 At most one core's worth of work besides the service: one player thread.
@@ -35,7 +36,9 @@ sys.path.insert(0, str(ROOT))
 import argparse  # noqa: E402
 import http.client  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import random  # noqa: E402
+import signal  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -98,10 +101,38 @@ def player(port: int, table: list[tuple[str, str]], seconds: float, rng: random.
     return lat
 
 
+def analysis_workers(pid: int) -> list[int]:
+    """The analysis worker processes under the gunicorn arbiter ``pid`` (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            todo.append(child)
+            try:
+                line = (Path("/proc") / str(child) / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"--worker" in line and b"service.arena.analyses" in line:
+                found.append(child)
+    return found
+
+
+def pause(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        os.kill(pid, sig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=15.0)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--games", type=int, default=6)
     ap.add_argument("--http-workers", type=int, default=1)
     ap.add_argument("--analysis-workers", type=int, default=1)
@@ -126,16 +157,18 @@ def main() -> None:
                 play_out(port, g["id"], dict(four), rng)
                 finished.append(g["id"])
             table = bots(port, 2)
+            workers = analysis_workers(svc.pid)
+            assert workers, "no analysis worker under the service"
+            pause(workers, signal.SIGSTOP)
+            for gid in finished:  # queued now, computed only while the workers run
+                request(port, "GET", f"/games/{gid}/analysis")
             without: list[float] = []
             with_: list[float] = []
             busy = [0, 0]
-            asked = 0
             for _ in range(args.rounds):
+                pause(workers, signal.SIGSTOP)
                 without += player(port, table, args.seconds, rng)
-                # keep analyses running through the phase: ask for the next games
-                while asked < len(finished):
-                    request(port, "GET", f"/games/{finished[asked]}/analysis")
-                    asked += 1
+                pause(workers, signal.SIGCONT)
                 stop_checks = threading.Event()
 
                 def check(stop_checks: threading.Event = stop_checks) -> None:  # from Redis
@@ -149,6 +182,7 @@ def main() -> None:
                 with_ += player(port, table, args.seconds, rng)
                 stop_checks.set()
                 checker.join()
+            pause(workers, signal.SIGCONT)
             done = sum(request(port, "GET", f"/games/{g}/analysis")[0] == 200 for g in finished)
             p99_without = pct(without, 0.99)
             p99_with = pct(with_, 0.99)
