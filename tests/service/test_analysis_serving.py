@@ -267,3 +267,22 @@ def test_no_analysis_worker_with_none_configured(key_prefix: str) -> None:
         # answers: a supervisor it started would be its child by now
         assert not [line for line in descendants(proc.pid).values()
                     if "service.arena.analyses" in line]
+
+
+def test_the_ladder_setting_queues_ladder_games_only_when_on(api: Any, app: Any) -> None:
+    """``ARENA_LADDER_ANALYSE``: the after-finish hook (``Arena.on_finish``) queues a
+    ladder's game when on; a tournament's only with ``analyse``; nothing else."""
+    from service.arena.analyses import auto_analyse
+
+    gid, _ = short_game(api, 8)
+    q = queue(app)
+    game = app.extensions["arena"].get(gid)
+    game.meta = {**game.meta, "tournament": {"id": "t", "slot": 0, "round": 1}}
+    auto_analyse(q, ladder=True)(game)
+    assert q.state(gid) is None  # a tournament created without ``analyse``
+    game.meta = {k: v for k, v in game.meta.items() if k != "tournament"}
+    game.meta["ladder"] = {"name": "2p"}
+    auto_analyse(q, ladder=False)(game)
+    assert q.state(gid) is None  # ARENA_LADDER_ANALYSE off
+    auto_analyse(q, ladder=True)(game)
+    assert q.state(gid)["status"] == "queued"
