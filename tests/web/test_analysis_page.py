@@ -21,29 +21,36 @@ SIZES = {"desktop": DESKTOP, "phone": PHONE}
 
 @pytest.fixture(scope="module")
 def analysed(service) -> Iterator[dict[str, Any]]:
-    """A finished 2-player game to 3 points, analysed."""
+    """A finished 2-player game to 3 points, analysed, with some decisions (a game may
+    end on a kick before anyone decides anything: then the next seed)."""
     api = Api(service.base)
     made = [api.bot(n) for n in ("Calypso", "Chutney")]
     players = [RandomBot(service.base, t, seed=10 + i) for i, (_, t) in enumerate(made)]
     for p in players:
         p.start()
-    game = api.post("/games", {"players": 2, "seats": [b for b, _ in made],
-                               "variants": {"target": 3}}, made[0][1])
-    gid = game["id"]
     try:
-        wait_until(lambda: api.get(f"/games/{gid}")["status"] == "finished", 120,
-                   "the game to finish", every=0.3)
+        for seed in range(1, 20):
+            game = api.post("/games", {"players": 2, "seats": [b for b, _ in made],
+                                       "variants": {"target": 3}, "seed": seed}, made[0][1])
+            gid = game["id"]
+            wait_until(lambda gid=gid: api.get(f"/games/{gid}")["status"] == "finished",
+                       120, "the game to finish", every=0.3)
+            first = api.call("GET", f"/games/{gid}/analysis")
+            assert first.status_code in (200, 202), first.text
+            # the service's own worker computes it (generous: the machine is shared)
+            result = wait_until(
+                lambda gid=gid: (r := api.call("GET", f"/games/{gid}/analysis")
+                                 ).status_code == 200 and r.json(),
+                300, "the analysis", every=0.5)
+            if len(result["decisions"]) >= 6:
+                break
+        else:
+            raise AssertionError("no game with six decisions")
     finally:
         for p in players:
             p.stop()
-    first = api.call("GET", f"/games/{gid}/analysis")
-    assert first.status_code in (200, 202), first.text
-    # the service's own worker computes it (generous: the machine is shared)
-    result = wait_until(
-        lambda: (r := api.call("GET", f"/games/{gid}/analysis")).status_code == 200 and r.json(),
-        300, "the analysis", every=0.5)
     # the bots' averages are added right after the result is stored
-    wait_until(lambda: api.get(f"/bots/{made[0][0]}/analysis")["games"] == 1, 30,
+    wait_until(lambda: api.get(f"/bots/{made[0][0]}/analysis")["games"] >= 1, 30,
                "the bot's averages")
     yield {"game": gid, "analysis": result, "bot": made[0][0]}
 
@@ -95,7 +102,7 @@ def test_the_bot_page_shows_its_average_loss_by_decision_kind(browser, service, 
         pg.goto(f"/bots/{analysed['bot']}")
         pg.locator("body[data-loaded=true]").wait_for()
         summary = pg.inner_text("[data-role=analysis-summary]")
-        assert "1 analysed game" in summary
+        assert "analysed game" in summary
         seat = analysed["analysis"]["seats"]["0"]
         for kind in seat["by_kind"]:
             assert pg.locator("#analysis tbody th", has_text=kind).count() >= 1
