@@ -45,8 +45,8 @@ VERSION = 1
 # name -> (sampled deals a decision, rollouts a hindsight action)
 QUALITIES: dict[str, tuple[int, int]] = {
     "fast": (50, 4),
-    "default": (200, 8),
-    "deep": (800, 16),
+    "default": (300, 8),
+    "deep": (1000, 16),
 }
 
 # Marks by the loss in expected hand margin (points); see docs/analysis.md for how they
@@ -147,7 +147,11 @@ def _kind(state: State) -> str:
     return "follow" if state.trick else "lead"
 
 
-def _ranked(values: dict[str, tuple[float, float, float]]) -> list[str]:
+def _rounded(values: dict[str, tuple[float, float, float]]) -> dict[str, tuple[float, ...]]:
+    return {a: (_r(p), _r(m), _r(w)) for a, (p, m, w) in values.items()}
+
+
+def ranked(values: dict[str, tuple[float, ...]]) -> list[str]:
     """Actions best first: by margin, then chance of winning, then name (stable)."""
     return sorted(values, key=lambda a: (-values[a][1], -values[a][2], a))
 
@@ -193,14 +197,15 @@ def analyse(
 def _decision(
     state: State, action: int, samples: int, rollouts: int, sampling_seed: int
 ) -> dict[str, Any]:
-    values = value_decision(state, samples, sampling_seed)
+    # rounded first, so that the order, the loss and the mark agree with what is shown
+    values = _rounded(value_decision(state, samples, sampling_seed))
     chosen = action_name(action)
-    order = _ranked(values)
+    order = ranked(values)
     best = order[0]
     loss = max(0.0, values[best][1] - values[chosen][1])
     top_win = max(v[2] for v in values.values())
-    seen = hindsight(state, rollouts, sampling_seed)
-    seen_order = _ranked(seen)
+    seen = _rounded(hindsight(state, rollouts, sampling_seed))
+    seen_order = ranked(seen)
     kind = _kind(state)
     return {
         "ply": state.ply,
