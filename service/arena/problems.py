@@ -35,6 +35,7 @@ KINDS: dict[str, tuple[int, str]] = {
     "seed-reused": (409, "That seed was used by an earlier tournament"),
     "seat-taken": (409, "That seat is already taken"),
     "game-not-started": (409, "The game is waiting for players"),
+    "game-not-over": (409, "The game is not over yet"),
     "not-your-turn": (409, "It is not your turn"),
     "illegal-action": (409, "The rules do not allow that action"),
     "version-conflict": (409, "The game has changed since that version"),

@@ -167,6 +167,7 @@ class Tournaments(TournamentViews):
             # absent and failing entrants: service.arena.tournament_control
             "no_show": body.get("no_show", control.DEFAULT_NO_SHOW_S),
             "max_timeouts": body.get("max_timeouts"),
+            "analyse": bool(body.get("analyse", False)),  # service.arena.analyses
         }
         too_big = size_errors(body)  # TournamentCreate refuses it first (the contract)
         if too_big:
@@ -482,7 +483,8 @@ class Tournaments(TournamentViews):
             "names": [names[s] for s in seats if s],
             "created": int(time.time()),
             "creator": None,
-            "tournament": {"id": doc["id"], "slot": slot["slot"], "round": slot["round"]},
+            "tournament": {"id": doc["id"], "slot": slot["slot"], "round": slot["round"],
+                           **({"analyse": True} if doc["settings"].get("analyse") else {})},
         }
         deals.seal(meta, chosen=False)  # derived from the tournament's seed: committed to
         rnd = doc["rounds"][slot["round"] - 1]

@@ -14,7 +14,7 @@ from typing import Any
 from flask import Flask, Response, request
 from flask_swagger_ui import get_swaggerui_blueprint
 
-from service.arena import rating_migration
+from service.arena import analyses, rating_migration
 from service.arena.callbacks import DEFAULTS as CALLBACK_DEFAULTS
 from service.arena.callbacks import Callbacks
 from service.arena.games import Arena
@@ -25,6 +25,7 @@ from service.arena.owners import DEFAULTS as OWNER_DEFAULTS
 from service.arena.ratings import DEFAULTS as RATING_DEFAULTS
 from service.arena.tournaments import Tournaments
 from service.http import (
+    analysis_routes,
     callback_routes,
     connections,
     consent_routes,
@@ -101,6 +102,9 @@ DEFAULTS: dict[str, Any] = {
     # deadlines on request heads, bodies and response writes; caps on open streams and
     # long-polls per client and per bot; the probes' reserve (service/http/connections.py)
     **connections.DEFAULTS,
+    # post-game analyses: workers per instance, their lease, quality, the ladder's games
+    # (service/arena/analyses.py)
+    **analyses.DEFAULTS,
 }
 
 _UNLIMITED = ("/healthz", "/readyz", "/openapi.yaml", "/docs", "/metrics")
@@ -164,6 +168,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         arena, app.config, read_answer=lambda answer: CallbackAnswer().load(answer))
     arena.on_status.append(callbacks.game_changed)
     arena.invitations.on_invite.append(callbacks.invited)
+    queue = app.extensions["analyses"] = analyses.Analyses(
+        store, float(app.config["ARENA_ANALYSIS_LEASE"]))
+    arena.on_finish.append(analyses.auto_analyse(
+        queue, str(app.config["ARENA_LADDER_ANALYSE"]) == "1"))
 
     register_error_handlers(app)
     observe.install(app)  # per request: metrics, X-Request-ID, one JSON access line
@@ -171,6 +179,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.register_blueprint(routes.bp)
     app.register_blueprint(ladder_routes.bp)  # /ladders/...
     app.register_blueprint(callback_routes.bp)  # PUT/GET/DELETE /bots/me/callback...
+    app.register_blueprint(analysis_routes.bp)  # GET /games/{id}/analysis, /bots/{id}/...
     app.register_blueprint(consent_routes.bp)  # invitations, policy, owners, suspension
     app.register_blueprint(pages.bp)  # the pages for people: /, /games/{id} (HTML)
     docs = get_swaggerui_blueprint(

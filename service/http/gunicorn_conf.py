@@ -121,8 +121,33 @@ def child_exit(server: object, worker: object) -> None:
     multiprocess.mark_process_dead(worker.pid)  # type: ignore[attr-defined]
 
 
+_analysis_supervisor: list[object] = []
+
+
+def when_ready(server: object) -> None:
+    """The post-game analysis workers (``service.arena.analyses``): processes of their own
+    next to the gunicorn workers (CPU-bound, they would hold a gunicorn worker's GIL),
+    ``ARENA_ANALYSIS_WORKERS`` of them (default 1; 0: none), under one supervisor that
+    restarts a dead one and leaves when this arbiter does."""
+    # read here, not imported: the arbiter imports nothing of the app (its workers fork
+    # from it and monkey-patch the standard library first)
+    if int(os.environ.get("ARENA_ANALYSIS_WORKERS") or 1) > 0:
+        import subprocess
+        import sys
+
+        from service.storage.embedded import die_with_parent  # (the standard library only)
+
+        # SIGTERMed by Linux if this arbiter dies without its on_exit (a SIGKILL)
+        _analysis_supervisor.append(subprocess.Popen(
+            [sys.executable, "-m", "service.arena.analyses"], preexec_fn=die_with_parent))
+
+
 def on_exit(server: object) -> None:
     import shutil
+
+    for proc in _analysis_supervisor:
+        proc.terminate()  # type: ignore[attr-defined]
+        proc.wait(15)  # type: ignore[attr-defined]
 
     for path in _made_metrics_dir:
         shutil.rmtree(path, ignore_errors=True)

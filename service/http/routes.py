@@ -77,7 +77,8 @@ class Operation:
     # OpenAPI links from the success answer to the operations that use what it names
     # (name -> ``link(...)``): generated clients and stateful testers follow them
     links: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # answers besides the success and the problems: status -> OpenAPI Response Object
+    # other answers than the success and the errors (status -> OpenAPI response object,
+    # its schema a Schema class): a 202 while something is computed, a 304
     more: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 

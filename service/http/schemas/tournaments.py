@@ -117,6 +117,8 @@ class TournamentCreate(Strict):
     max_timeouts = JsonInt(
         allow_none=True, validate=validate.Range(1, 10000),
         metadata={"description": MAX_TIMEOUTS_DOC + " Omitted or null: no such rule"})
+    analyse = StrictBool(load_default=False, metadata={
+        "description": "analyse every game as it finishes (`GET /games/{id}/analysis`)"})
 
     @validates_schema(pass_original=True)
     def _consistent(self, data: dict, original: Any = None, **_: object) -> None:
@@ -153,6 +155,7 @@ class TournamentSettings(Out):
                            metadata={"description": NO_SHOW_DOC + " Null: no such rule"})
     max_timeouts = fields.Int(required=True, allow_none=True, metadata={
         "description": MAX_TIMEOUTS_DOC + " Null: no such rule"})
+    analyse = fields.Bool(metadata={"description": "every game is analysed as it finishes"})
 
 
 class Entrant(Out):

@@ -1,6 +1,7 @@
 // A bot's page: its rating on every ladder it has played, a chart of the rating (mu, with
 // a band of ± sigma) game by game, and its recent ladder games. Public API only.
 
+import { markBadge } from "./analysis.js";
 import { ago, api, ApiError, el } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -98,6 +99,23 @@ function gamesTable(series) {
     el("td", {}, el("a", { href: `/games/${g.game_id}/replay`, "aria-label": `Replay game ${g.game_id}`, text: "replay" }))))));
 }
 
+// Its average loss per decision over its analysed games (GET /bots/{id}/analysis), by kind.
+function analysisTable(a) {
+  if (!a.games) return el("p", { class: "muted", text: "No analysed game yet: open a finished game's replay to have it analysed." });
+  const row = (name, n, loss) => el("tr", {}, el("th", { scope: "row", text: name }),
+    el("td", { text: String(n) }), el("td", { text: loss === null ? "–" : loss.toFixed(3) }));
+  return el("div", {},
+    el("p", { class: "small", "data-role": "analysis-summary" },
+      `${a.games} analysed game${a.games === 1 ? "" : "s"}, ${a.decisions} decisions: average loss ${a.average_loss === null ? "–" : a.average_loss.toFixed(3)} points a decision; `,
+      markBadge("inaccuracy"), ` ${a.inaccuracy} inaccuracies, `, markBadge("mistake"), ` ${a.mistake} mistakes, `,
+      markBadge("blunder"), ` ${a.blunder} blunders.`),
+    el("table", { class: "grid" },
+      el("caption", { class: "sr-only", text: "Average loss per decision, by kind of decision" }),
+      el("thead", {}, el("tr", {}, ...["Decision", "Decisions", "Average loss"].map((h) => el("th", { scope: "col", text: h })))),
+      el("tbody", {}, row("every decision", a.decisions, a.average_loss),
+        ...Object.entries(a.by_kind).map(([k, v]) => row(k, v.decisions, v.average_loss)))));
+}
+
 let last = null;
 async function refresh() {
   try {
@@ -115,6 +133,7 @@ async function refresh() {
     last = series;
     $("chart").replaceChildren(chart(series));
     $("games").replaceChildren(gamesTable(series));
+    $("analysis").replaceChildren(analysisTable(await api(`/bots/${ID}/analysis`)));
     document.body.dataset.loaded = "true";
   } catch (e) {
     const box = $("error");

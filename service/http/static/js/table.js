@@ -4,6 +4,7 @@
 import { api, apiOrNull, ApiError, openEvents, el, fill } from "./api.js";
 import { cardEl, cardName, hiddenHand, sortCards, suitBadge, suitName } from "./cards.js";
 import { applyEvent, itemName, modelAt, newModel, stepsFromRecord } from "./model.js";
+import { startAnalysis } from "./analysis.js";
 import { addGame, currentToken, keepToken, remembered, takeFresh } from "./player.js";
 
 const body = document.body;
@@ -755,7 +756,16 @@ async function replay() {
     }
     pos.textContent = `Step ${k} of ${steps.length - 1} · ${what}`;
     render();
+    onPly(s.complete ? s.ply : null); // the decision made next, in the analysis panel
   };
+  // the analysis: a decision at ply p is the action of the step of ply p + 1; jumping to
+  // it shows the table just before it
+  let onPly = () => {};
+  onPly = startAnalysis(GAME, ctx.seats, (ply) => {
+    stop();
+    const i = steps.findIndex((x) => x.action !== null && x.ply === ply + 1);
+    if (i > 0) show(i - 1);
+  });
   const hands = () => steps.map((s, i) => [i, s]).filter(([, s]) => s.events.some((e) => e.type === "deal" && e.deal === 0)).map(([i]) => i);
   const stop = () => { clearInterval(timer); timer = null; $("rp-play").textContent = "Play"; $("rp-play").setAttribute("aria-label", "Play"); };
   const toggle = () => {

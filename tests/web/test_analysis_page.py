@@ -1,0 +1,114 @@
+"""Issue 25, shown: the replay page's analysis (every decision marked by colour and symbol
+with its name for screen readers, the best alternative and the loss beside it, a chart of
+each team's chance to win whose points jump to their decision) and the bot page's average
+loss by decision kind. Chromium at desktop and phone sizes, axe-core clean. The analysis
+is computed by the service's own analysis worker (``gunicorn_conf.when_ready``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.web.support import DESKTOP, PHONE, Api, RandomBot, new_page, screenshot, wait_until
+from tests.web.test_a11y import axe_violations
+
+SIZES = {"desktop": DESKTOP, "phone": PHONE}
+
+
+@pytest.fixture(scope="module")
+def analysed(service) -> Iterator[dict[str, Any]]:
+    """A finished 2-player game to 3 points, analysed, with some decisions (a game may
+    end on a kick before anyone decides anything: then the next seed)."""
+    api = Api(service.base)
+    made = [api.bot(n) for n in ("Calypso", "Chutney")]
+    players = [RandomBot(service.base, t, seed=10 + i) for i, (_, t) in enumerate(made)]
+    for p in players:
+        p.start()
+    try:
+        for seed in range(1, 20):
+            game = api.post("/games", {"players": 2, "seats": [b for b, _ in made],
+                                       "variants": {"target": 3}, "seed": seed}, made[0][1])
+            gid = game["id"]
+            wait_until(lambda gid=gid: api.get(f"/games/{gid}")["status"] == "finished",
+                       120, "the game to finish", every=0.3)
+            first = api.call("GET", f"/games/{gid}/analysis")
+            assert first.status_code in (200, 202), first.text
+            # the service's own worker computes it (generous: the machine is shared)
+            result = wait_until(
+                lambda gid=gid: (r := api.call("GET", f"/games/{gid}/analysis")
+                                 ).status_code == 200 and r.json(),
+                300, "the analysis", every=0.5)
+            if len(result["decisions"]) >= 6:
+                break
+        else:
+            raise AssertionError("no game with six decisions")
+    finally:
+        for p in players:
+            p.stop()
+    # the bots' averages are added right after the result is stored
+    wait_until(lambda: api.get(f"/bots/{made[0][0]}/analysis")["games"] >= 1, 30,
+               "the bot's averages")
+    yield {"game": gid, "analysis": result, "bot": made[0][0]}
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+def test_the_replay_shows_every_decision_marked_and_a_chart_to_jump_with(
+        browser, service, analysed, size) -> None:
+    pg = new_page(browser, service, SIZES[size])
+    analysis = analysed["analysis"]
+    try:
+        pg.goto(f"/games/{analysed['game']}/replay")
+        pg.locator("#analysis[data-state=done]").wait_for(timeout=60_000)
+        pg.locator("details.an-all summary").click()  # "Every decision", open
+        # every decision is a row; a marked one shows its symbol and its name as text
+        rows = pg.locator("#an-list tbody tr")
+        assert rows.count() == len(analysis["decisions"])
+        for i, d in enumerate(analysis["decisions"]):
+            if d["mark"]:
+                mark = rows.nth(i).locator(f".mark-{d['mark']}")
+                assert mark.locator(".sr-only").inner_text() == d["mark"]
+                symbol = {"inaccuracy": "?!", "mistake": "?", "blunder": "??"}[d["mark"]]
+                assert mark.locator("[aria-hidden=true]").inner_text() == symbol
+        # the chart: a point per decision (each team's), each a button
+        dots = pg.locator("#an-chart circle[role=button]")
+        assert dots.count() == sum(len(v) for v in analysis["teams"].values())
+        # choosing a point goes to its decision: the table just before it
+        target = analysis["decisions"][len(analysis["decisions"]) // 2]
+        pg.locator(f"#an-chart circle[data-ply='{target['ply']}']").first.click()
+        pg.wait_for_function(
+            f"document.getElementById('rp-pos').dataset.ply === '{target['ply']}'")
+        current = pg.inner_text("#an-current")
+        assert f"ply {target['ply']}" in current and target["chosen"] in current
+        if target["best"] != target["chosen"]:
+            assert target["best"] in current and "loss" in current
+        time.sleep(0.3)
+        screenshot(pg, f"replay-analysis-{size}", full_page=True)
+        bad = axe_violations(pg)
+        assert not bad, "\n".join(json.dumps(v) for v in bad)
+        assert not pg.problems, pg.problems
+    finally:
+        pg.context.close()
+
+
+@pytest.mark.parametrize("size", sorted(SIZES))
+def test_the_bot_page_shows_its_average_loss_by_decision_kind(browser, service, analysed,
+                                                              size) -> None:
+    pg = new_page(browser, service, SIZES[size])
+    try:
+        pg.goto(f"/bots/{analysed['bot']}")
+        pg.locator("body[data-loaded=true]").wait_for()
+        summary = pg.inner_text("[data-role=analysis-summary]")
+        assert "analysed game" in summary
+        seat = analysed["analysis"]["seats"]["0"]
+        for kind in seat["by_kind"]:
+            assert pg.locator("#analysis tbody th", has_text=kind).count() >= 1
+        screenshot(pg, f"bot-analysis-{size}", full_page=True)
+        bad = axe_violations(pg)
+        assert not bad, "\n".join(json.dumps(v) for v in bad)
+        assert not pg.problems, pg.problems
+    finally:
+        pg.context.close()
