@@ -13,6 +13,7 @@ its own cards only (R7: nobody sees another's hand); a spectator that drops and 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import random
@@ -207,7 +208,11 @@ def test_a_move_is_read_once_per_worker_whatever_the_spectators(
                 ARENA_SSE_KEEPALIVE=str(KEEPALIVE_S), ARENA_ACCESS_LOG="0")
     try:
         s.wait_healthy()
-        asyncio.run(asyncio.wait_for(watch_and_play(s.url(""), own_redis), 240))
+        # in a thread of its own: a worker that ran the browser tests first still has
+        # Playwright's event loop running in its main thread (pytest-xdist)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run,
+                        asyncio.wait_for(watch_and_play(s.url(""), own_redis), 240)).result()
         assert "Traceback" not in s.output(), s.output()[-3000:]
     finally:
         s.stop()
