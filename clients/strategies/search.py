@@ -24,20 +24,32 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import dataclass
+from functools import lru_cache
 
 from service.engine.actions import parse_action
 from service.engine.cards import parse_card
 from service.engine.game import apply
-from service.engine.state import PLAY, State
+from service.engine.state import OVER, PLAY, State
 from service.engine.variants import Variants
 
 from .base import View
 from .knowledge import Knowledge, bits, read_view
-from .playout import WIN_VALUE, Deals, rollout, rollout_card, rollout_decision, with_deal
+from .playout import (
+    WIN_VALUE,
+    Deals,
+    hand_points,
+    play_hand,
+    rollout,
+    rollout_card,
+    rollout_decision,
+    with_deal,
+)
 
 __all__ = [
     "DEFAULT_MOVE_TIME",
     "WIN_VALUE",
+    "ActionValue",
     "SearchStrategy",
     "determinize",
     "prepare",
@@ -47,9 +59,28 @@ __all__ = [
     "sample",
     "sample_hands",
     "seen_state",
+    "win_chance",
 ]
 
 DEFAULT_MOVE_TIME = 0.1
+
+
+@dataclass(frozen=True)
+class ActionValue:
+    """What one legal action is worth to the seat's team, from the seat's view only.
+
+    ``points`` and ``margin`` are the expected game points of this hand (kicks, give one,
+    High, Low, Jack, Game) for the team, and team minus opponents; ``win`` the estimated
+    chance the team wins the game (exact where the sampled hand ends the game, else
+    ``win_chance`` on the scores the hand leaves); ``samples`` the sampled deals behind
+    the means. ``score`` is what ``SearchStrategy.choose`` maximises.
+    """
+
+    points: float
+    margin: float
+    win: float
+    samples: int
+    score: float = 0.0
 
 
 class SearchStrategy:
@@ -74,39 +105,70 @@ class SearchStrategy:
         self._variants: dict[tuple, Variants] = {}
 
     def choose(self, view: View, legal: list[str]) -> str:
+        """The legal action of highest ``score`` in ``values`` (the first of equals)."""
         if len(legal) == 1:
             return legal[0]
+        vals = self.values(view, legal)
+        return max(legal, key=lambda a: vals[a].score)
+
+    def values(self, view: View, legal: list[str]) -> dict[str, ActionValue]:
+        """Every legal action valued from the seat's information only (its view).
+
+        All actions are valued on the same sampled deals, so their differences carry
+        little of the deal's luck. With ``simulations`` set the answer is reproducible
+        for a given ``seed`` (and the view).
+        """
         k = read_view(view)
         if view.get("decision") != PLAY:
             actions = [parse_action(a) for a in legal]
-            scores = self.evaluate(k, view, actions)
-            best = max(actions, key=lambda a: scores[a])
-            return legal[actions.index(best)]
-        cards = [parse_card(a) for a in legal]
-        scores = self.evaluate(k, view, cards)
-        best = max(cards, key=lambda c: scores[c])
-        return legal[cards.index(best)]
+        else:
+            actions = [parse_card(a) for a in legal]
+        stats = self.evaluate_all(k, view, actions)
+        return dict(zip(legal, stats))
 
     def evaluate(self, k: Knowledge, view: View, cards: list[int]) -> dict[int, float]:
-        """Mean rollout value of each action (a card, or a decision before play) over
-        sampled deals, within the budget."""
+        """Mean rollout value (``score``) of each action over sampled deals."""
+        return {c: v.score for c, v in zip(cards, self.evaluate_all(k, view, cards))}
+
+    def evaluate_all(self, k: Knowledge, view: View, actions: list[int]) -> list[ActionValue]:
+        """Each action (a card, or a decision before play) valued over the same sampled
+        deals, within the budget."""
         template = seen_state(k, view, self._variants_of(view))
         deals = prepare(k)
-        totals = dict.fromkeys(cards, 0.0)
+        team = k.team
+        m = len(actions)
+        points = [0.0] * m
+        margin = [0.0] * m
+        win = [0.0] * m
+        bonus = [0.0] * m
         deadline = time.perf_counter() + self.move_time
         n = 0
         while True:
             state = sample(k, template, deals, self.rng)
-            for c in cards:
-                s, _ = apply(state, c, None, False)
-                totals[c] += rollout(s, k.team, self.rng, self.epsilon)
+            for i, a in enumerate(actions):
+                s, _ = apply(state, a, None, False)
+                hand_no = s.hand_no
+                end = play_hand(s, self.rng, self.epsilon)
+                ours, theirs = hand_points(end, hand_no, team)
+                points[i] += ours
+                margin[i] += ours - theirs
+                if end.phase == OVER:
+                    won = end.winner == team
+                    win[i] += won
+                    if end.hand_no == hand_no:
+                        bonus[i] += WIN_VALUE if won else -WIN_VALUE
+                else:
+                    win[i] += win_chance(end.scores, team, end.variants.target)
             n += 1
             if self.simulations is not None:
                 if n >= self.simulations:
                     break
             elif time.perf_counter() >= deadline:
                 break
-        return {c: t / n for c, t in totals.items()}
+        return [
+            ActionValue(points[i] / n, margin[i] / n, win[i] / n, n, (margin[i] + bonus[i]) / n)
+            for i in range(m)
+        ]
 
     def _variants_of(self, view: View) -> Variants:
         raw = view.get("variants") or {}
@@ -115,6 +177,30 @@ class SearchStrategy:
         if v is None:
             v = self._variants[key] = Variants.from_dict(raw)
         return v
+
+
+# --- the game beyond this hand ----------------------------------------------------------
+
+
+def win_chance(scores: list[int], team: int, target: int) -> float:
+    """The chance ``team`` wins from ``scores``, each point after this one a fair coin.
+
+    A race to ``target``: team needs ``a`` points, the opponents ``b``; with every point
+    equally likely to go either way the team wins with the negative binomial tail below.
+    Points come in clumps (hang jack, kicks), so this is a rough guide to the score's
+    worth, not a model of the game; it only fills ``ActionValue.win`` where a sampled
+    hand does not end the game.
+    """
+    return _race(max(target - scores[team], 0), max(target - scores[1 - team], 0))
+
+
+@lru_cache(maxsize=4096)
+def _race(a: int, b: int) -> float:
+    if a == 0:
+        return 1.0
+    if b == 0:
+        return 0.0
+    return 0.5 * (_race(a - 1, b) + _race(a, b - 1))
 
 
 # --- sampling the unseen cards ------------------------------------------------------------

@@ -317,3 +317,61 @@ def test_sampler_spreads_cards_in_proportion_to_the_room_left():
         p = room[s] / len(unseen)
         expected = 3 * runs * p
         assert abs(n - expected) <= 5 * (3 * runs * p * (1 - p)) ** 0.5 + 1, (s, n, expected)
+
+
+def _hidden_shuffled(state, seat: int, rng: random.Random):
+    """``state`` with every card ``seat`` cannot see dealt again at random (other hands
+    keep their sizes, the stock its length): a different world behind the same view."""
+    hidden = [c for s in range(state.players) if s != seat for c in bits(state.hands[s])]
+    hidden += list(state.stock)
+    rng.shuffle(hidden)
+    other = state.clone()
+    hands = list(state.hands)
+    for s in range(state.players):
+        if s != seat:
+            size = state.hands[s].bit_count()
+            hands[s], hidden = mask(hidden[:size]), hidden[size:]
+    other.hands = hands
+    other.dealt = [h | (d & ~state.hands[s]) for s, (h, d) in enumerate(zip(hands, state.dealt))]
+    other.stock = hidden
+    return other
+
+
+def test_search_values_depend_on_the_view_only():
+    """The bot never reads hidden state: with the hidden cards dealt differently behind an
+    identical seat view, ``values`` (and so ``choose``) are exactly the same."""
+    rng = random.Random(4)
+    checked = 0
+    for state in STATES[::6]:
+        seat = state.turn
+        view = seat_view(state, seat)
+        if len(view["legal_actions"]) < 2:
+            continue
+        other = _hidden_shuffled(state, seat, rng)
+        assert other.hands != state.hands or other.stock != state.stock or not state.stock
+        assert seat_view(other, seat) == view
+        legal = view["legal_actions"]
+        a = SearchStrategy(seed=2, simulations=6).values(view, list(legal))
+        b = SearchStrategy(seed=2, simulations=6).values(seat_view(other, seat), list(legal))
+        assert a == b
+        checked += 1
+    assert checked >= 20
+
+
+def test_search_values_every_legal_action_and_chooses_the_best():
+    """``values`` answers every legal action with means over the stated samples, within
+    their bounds; ``choose`` is its argmax by score; the same seed gives the same values."""
+    for state in STATES[::8]:
+        view = seat_view(state, state.turn)
+        legal = list(view["legal_actions"])
+        if len(legal) < 2:
+            continue
+        vals = SearchStrategy(seed=5, simulations=8).values(view, legal)
+        assert list(vals) == legal
+        for v in vals.values():
+            assert v.samples == 8
+            assert 0.0 <= v.win <= 1.0
+            assert v.points >= 0 and v.points >= v.margin
+        best = max(legal, key=lambda a: vals[a].score)
+        assert SearchStrategy(seed=5, simulations=8).choose(view, legal) == best
+        assert SearchStrategy(seed=5, simulations=8).values(view, legal) == vals
