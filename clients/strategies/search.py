@@ -34,6 +34,7 @@ from service.engine.state import OVER, PLAY, State
 from service.engine.variants import Variants
 
 from .base import View
+from .inference import MAX_TRIES, Evidence, Play, evidence, likelihood, play_likelihood, plays
 from .knowledge import Knowledge, bits, read_view
 from .playout import (
     WIN_VALUE,
@@ -63,6 +64,7 @@ __all__ = [
 ]
 
 DEFAULT_MOVE_TIME = 0.1
+_CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,11 @@ class SearchStrategy:
 
     ``move_time`` seconds a move (default 0.1), or, when ``simulations`` is given, that
     many sampled deals a move whatever the time (reproducible, for tests and benches).
-    ``epsilon`` is the rollout policy's share of random moves.
+    ``clock`` is what the seconds count: ``"wall"`` (a house bot answering in time) or
+    ``"cpu"``, the deciding thread's CPU time (benches on a shared machine, where wall
+    time would hand a loaded run fewer samples). ``epsilon`` is the rollout policy's share
+    of random moves. ``infer`` reads the decisions before play into the sampling, and
+    ``infer_plays`` the cards the others played (``inference``); off, only the voids are.
     """
 
     def __init__(
@@ -97,11 +103,20 @@ class SearchStrategy:
         move_time: float = DEFAULT_MOVE_TIME,
         simulations: int | None = None,
         epsilon: float = 0.0,
+        clock: str = "wall",
+        infer: bool = True,
+        infer_plays: bool = True,
     ) -> None:
+        if clock not in _CLOCKS:
+            raise ValueError(f"clock must be one of {sorted(_CLOCKS)}, not {clock!r}")
         self.rng = random.Random(seed)
         self.move_time = move_time
         self.simulations = simulations
         self.epsilon = epsilon
+        self.clock = clock
+        self._now = _CLOCKS[clock]
+        self.infer = bool(infer)
+        self.infer_plays = bool(infer_plays)
         self._variants: dict[tuple, Variants] = {}
 
     def choose(self, view: View, legal: list[str]) -> str:
@@ -135,16 +150,19 @@ class SearchStrategy:
         deals, within the budget."""
         template = seen_state(k, view, self._variants_of(view))
         deals = prepare(k)
+        ev = evidence(k, view) if self.infer else []
+        ps = plays(k) if self.infer_plays and k.trump >= 0 else []
         team = k.team
         m = len(actions)
         points = [0.0] * m
         margin = [0.0] * m
         win = [0.0] * m
         bonus = [0.0] * m
-        deadline = time.perf_counter() + self.move_time
+        now = self._now
+        deadline = now() + self.move_time
         n = 0
         while True:
-            state = sample(k, template, deals, self.rng)
+            state = sample(k, template, deals, self.rng, ev, ps)
             for i, a in enumerate(actions):
                 s, _ = apply(state, a, None, False)
                 hand_no = s.hand_no
@@ -163,7 +181,7 @@ class SearchStrategy:
             if self.simulations is not None:
                 if n >= self.simulations:
                     break
-            elif time.perf_counter() >= deadline:
+            elif now() >= deadline:
                 break
         return [
             ActionValue(points[i] / n, margin[i] / n, win[i] / n, n, (margin[i] + bonus[i]) / n)
@@ -297,16 +315,48 @@ def _finish(k: Knowledge, dealt: dict[int, int], rng: random.Random) -> tuple[li
 
 def determinize(k: Knowledge, view: View, variants: Variants, rng: random.Random) -> State:
     """An engine state for one sampled deal that agrees with everything the seat saw."""
-    return sample(k, seen_state(k, view, variants), prepare(k), rng)
+    ps = plays(k) if k.trump >= 0 else []
+    return sample(k, seen_state(k, view, variants), prepare(k), rng, evidence(k, view), ps)
 
 
-def sample(k: Knowledge, template: State, deals: Deals, rng: random.Random) -> State:
-    """``template`` (``seen_state``) with one deal of the hidden cards from ``deals``."""
-    state = deals.sample(template, rng)
-    if state is None:  # the quick deal got stuck: the exact one
-        hands, stock = sample_hands(k, rng, deals)
-        state = with_deal(template, hands, stock, deals.played_by, rng)
-    return state
+def sample(
+    k: Knowledge,
+    template: State,
+    deals: Deals,
+    rng: random.Random,
+    ev: list[Evidence] | None = None,
+    ps: list[Play] | None = None,
+) -> State:
+    """``template`` (``seen_state``) with one deal of the hidden cards from ``deals``.
+
+    With evidence (``inference``: the bidding ``ev``, the cards played ``ps``) deals are
+    drawn until one is accepted with probability its likelihood; after ``MAX_TRIES`` the
+    likeliest drawn is used.
+    """
+    if not ev and not ps:
+        state = deals.sample(template, rng)
+        if state is None:  # the quick deal got stuck: the exact one
+            hands, stock = sample_hands(k, rng, deals)
+            state = with_deal(template, hands, stock, deals.played_by, rng)
+        return state
+    best: tuple[list[int], list[int]] | None = None
+    best_w = -1.0
+    variants = template.variants
+    for _ in range(MAX_TRIES):
+        dealt = deals.deal(rng)
+        if dealt is None:
+            dealt = sample_hands(k, rng, deals)
+        u = rng.random()
+        w = likelihood(ev, dealt[0], deals.played_by) if ev else 1.0
+        if ps and w >= u:
+            w *= play_likelihood(ps, dealt[0], k.trump, variants, u / w)
+        if w >= u:
+            best = dealt
+            break
+        if w > best_w:
+            best, best_w = dealt, w
+    assert best is not None
+    return with_deal(template, best[0], best[1], deals.played_by, rng)
 
 
 def seen_state(k: Knowledge, view: View, variants: Variants) -> State:
