@@ -17,6 +17,7 @@ from clients.strategies import (
 )
 from clients.strategies.duel import duplicate_pair
 from clients.strategies.heuristic import follow, lead, stands
+from clients.strategies.inference import evidence, likelihood, play_likelihood, plays
 from clients.strategies.knowledge import Knowledge, bits, mask, read_view
 from clients.strategies.search import (
     _matching_deal,
@@ -35,6 +36,7 @@ from service.engine import (
     apply,
     legal_actions,
     new_game,
+    parse_action,
     seat_view,
 )
 
@@ -375,3 +377,72 @@ def test_search_values_every_legal_action_and_chooses_the_best():
         best = max(legal, key=lambda a: vals[a].score)
         assert SearchStrategy(seed=5, simulations=8).choose(view, legal) == best
         assert SearchStrategy(seed=5, simulations=8).values(view, legal) == vals
+
+
+def heuristic_positions(games: int, players: int, seed: int) -> list:
+    """Every position of some heuristic self-play games (the model the inference uses)."""
+    bot = HeuristicStrategy()
+    out = []
+    for g in range(games):
+        state, _ = new_game(players, seed * 1000 + g)
+        while state.phase != OVER:
+            out.append(state)
+            view = seat_view(state, state.turn)
+            state, _ = apply(state, parse_action(bot.choose(view, view["legal_actions"])))
+    return out
+
+
+@pytest.mark.parametrize("players", [4, 2])
+def test_inference_explains_the_true_deal_of_heuristic_play(players: int):
+    """R8, R9, R14: against players who decide by the heuristic's rules the inference's
+    model is exact, so the real hidden hands explain every stand, beg, give-one and card
+    seen (likelihood 1), while random deals often do not: the evidence has teeth, and the
+    reconstruction of what each seat knew when it played is right."""
+    rng = random.Random(1)
+    informative = contradicted = 0
+    for state in heuristic_positions(6, players, seed=players)[::3]:
+        view = seat_view(state, state.turn)
+        k = read_view(view)
+        ev = evidence(k, view)
+        ps = plays(k) if k.trump >= 0 else []
+        if not ev and not ps:
+            continue
+        assert likelihood(ev, state.hands, k.played_by) == 1.0
+        assert play_likelihood(ps, state.hands, k.trump, state.variants, 0.0) == 1.0
+        informative += 1
+        hands, _stock = sample_hands(k, rng)
+        w = likelihood(ev, hands, k.played_by) * play_likelihood(
+            ps, hands, k.trump, state.variants, 0.0
+        )
+        contradicted += w < 1.0
+    assert informative >= 30
+    assert contradicted >= informative // 5
+
+
+def test_sampling_with_inference_keeps_the_deals_that_explain_a_stand():
+    """R8: a beggar who stood holds a hand the heuristic stands on in most deals the
+    search samples (a contradicting deal is kept with probability ``MISS_OPPONENT``),
+    though most random hands would not stand."""
+    rng = random.Random(2)
+    found = 0
+    for state in heuristic_positions(12, 4, seed=7):
+        if state.phase != PLAY or state.beg != "stood" or state.tricks or state.trick:
+            continue
+        seat = (state.beggar + 1) % 4  # an opponent of the beggar, first to see the stand
+        view = seat_view(state, seat)
+        k = read_view(view)
+        if k.seat == k.beggar:
+            continue
+        trump = k.kicks[0] // 13
+        kept = sum(
+            stands(determinize(k, view, state.variants, rng).hands[k.beggar], trump,
+                   k.scores, k.dealer, k.target)
+            for _ in range(40)
+        )
+        uniform = sum(
+            stands(sample_hands(k, rng)[0][k.beggar], trump, k.scores, k.dealer, k.target)
+            for _ in range(40)
+        )
+        assert kept >= 28 and kept >= uniform + 10  # a miss keeps 1 in 20 contradicting deals
+        found += 1
+    assert found >= 3
