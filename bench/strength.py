@@ -20,8 +20,9 @@ Targets (issue 4): heuristic beats random in >= 90% of >= 400 games; search beat
 heuristic in >= 60% of >= 200 games at <= 0.1 s a move on one core; (issue 25) >= 0.65
 with the 95% interval's lower bound above 0.62, at each table size.
 
-    python bench/strength.py [--games 400] [--pairings heuristic-random,search-heuristic] [--until 19:05]
+    python bench/strength.py [--games 400] [--pairings heuristic-random,search-heuristic]
                              [--players 4,2] [--move-time 0.1] [--seed 1] [--jobs 1]
+                             [--until 19:05]
 """
 
 from __future__ import annotations
