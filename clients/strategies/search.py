@@ -13,6 +13,18 @@ each sampled deal also fixes the stock, so running the pack, its kicks and the c
 deals are simulated by the engine itself; the dealer a beggar faces is modelled by the
 heuristic's rule on its sampled hand. Both options are scored on the same deals.
 
+Sampling is information-set sampling with inference (``inference.py``): beyond the
+voids, a deal is kept with probability its likelihood under a model of the other
+players — the heuristic's rules — given what they did this hand: a beggar who stood
+holds trumps worth standing on, one who begged does not, a dealer who gave one holds a
+strong kicked suit (R8, R9), and each card another seat played is the one the heuristic
+would have played from its sampled hand (R12–R16). Skat programs gained most from this
+step; here it measured +0.023 (4 players) and +0.034 (2 players) points a decision over
+voids only, at 100 samples a move (``bench/judge.py``, 10 games each).
+
+``values`` gives every legal action's expected points, margin and chance of winning
+(``ActionValue``) for the post-game analysis; ``choose`` is its argmax by ``score``.
+
 It never reads hidden state: the only input is the seat view.
 
 The inner loop — dealing a sample (``playout.Deals``) and playing it out

@@ -446,3 +446,16 @@ def test_sampling_with_inference_keeps_the_deals_that_explain_a_stand():
         assert kept >= 28 and kept >= uniform + 10  # a miss keeps 1 in 20 contradicting deals
         found += 1
     assert found >= 3
+
+
+def test_search_budget_clock_is_wall_or_thread_cpu_time():
+    """Benches on a shared machine count the move budget in the deciding thread's CPU
+    time; a house bot answering in time counts the wall clock; nothing else is taken."""
+    state = next(s for s in play_states() if len(seat_view(s, s.turn)["legal_actions"]) > 1)
+    view = seat_view(state, state.turn)
+    for clock in ("wall", "cpu"):
+        bot = get_strategy("search", move_time=0.005, clock=clock, seed=1)
+        vals = bot.values(view, list(view["legal_actions"]))
+        assert all(v.samples >= 1 for v in vals.values())
+    with pytest.raises(ValueError):
+        SearchStrategy(clock="sundial")
