@@ -14,6 +14,10 @@ It measured, for example (``--seed 1``): search over heuristic at 100 samples a 
 decision, most of it from standing where the heuristic begs (209 decisions, +0.95 each,
 R8) and giving one where it runs (23, +1.55, R9), the card play +0.01-0.05 a differing
 card; and search at 100 samples over 25: +0.033 [0.002, 0.064] in 60 games (36 s).
+Inference from the bidding and the cards played (issue 25), ``--a search@100 --b
+'search@100~infer=0,infer_plays=0' --games 10``: 4 players +0.023 [-0.101, 0.147] points
+a decision (216 of 748 differ; leads +0.43 each), 2 players +0.034 [-0.020, 0.087] (82 of
+435; leads +0.29), 878 s on a heavily loaded machine.
 The valuation shares the search bot's rollout policy, so it favours choices that policy
 likes: use it to compare variants of one bot, and confirm a change with
 ``bench/strength.py``.
