@@ -22,6 +22,9 @@ COMPILED = [
     "service/engine/state.py",
     "service/engine/views.py",
     "clients/strategies/playout.py",
+    "clients/strategies/heuristic.py",
+    "clients/strategies/knowledge.py",
+    "clients/strategies/inference.py",
 ]
 
 

@@ -14,15 +14,22 @@ It measured, for example (``--seed 1``): search over heuristic at 100 samples a 
 decision, most of it from standing where the heuristic begs (209 decisions, +0.95 each,
 R8) and giving one where it runs (23, +1.55, R9), the card play +0.01-0.05 a differing
 card; and search at 100 samples over 25: +0.033 [0.002, 0.064] in 60 games (36 s).
+Inference from the bidding and the cards played (issue 25), ``--a search@100 --b
+'search@100~infer=0,infer_plays=0' --games 10``: 4 players +0.023 [-0.101, 0.147] points
+a decision (216 of 748 differ; leads +0.43 each), 2 players +0.034 [-0.020, 0.087] (82 of
+435; leads +0.29), 878 s on a heavily loaded machine.
 The valuation shares the search bot's rollout policy, so it favours choices that policy
 likes: use it to compare variants of one bot, and confirm a change with
 ``bench/strength.py``.
 
     python bench/judge.py --a search --b heuristic [--games 200] [--simulations 100]
-                          [--seed 1] [--jobs 2]
+                          [--players 4,2] [--seed 1] [--jobs 1]
 
 A strategy is a built-in name or ``module:Class``; ``name@N`` gives a search-like bot N
-samples a move instead of ``--simulations``. Prints one JSON line: decisions, how many
+samples a move instead of ``--simulations``, and ``~key=value,...`` options
+(``search@200~infer=0``). Search bots get a fixed number of samples, not a time budget,
+so the figures do not move with the machine's load. Positions come from 4-player and
+2-player games, reported apart. Prints one JSON line: per table size, decisions, how many
 differed, the mean difference per decision (A minus B) with a 95% interval clustered by
 game, and the same by kind of decision.
 """
@@ -41,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.strength import Z95
+from bench.strength import Z95, parse_spec
 from clients.strategies import Strategy, get_strategy
 from clients.strategies.playout import rollout
 from service.engine import (
@@ -61,10 +68,11 @@ EPSILON = 0.15  # their share of random cards, so one lucky line does not decide
 
 
 def make(spec: str, simulations: int, seed: int) -> Strategy:
+    spec, options = parse_spec(spec)
     name, _, n = spec.partition("@")
     if name in ("random", "heuristic") and not n:
-        return get_strategy(name, **({"seed": seed} if name == "random" else {}))
-    return get_strategy(name, seed=seed, simulations=int(n) if n else simulations)
+        return get_strategy(name, **({"seed": seed} if name == "random" else {}), **options)
+    return get_strategy(name, seed=seed, simulations=int(n) if n else simulations, **options)
 
 
 def value(state: State, action: int, seed: int) -> float:
@@ -85,10 +93,12 @@ def kind(state: State) -> str:
     return f"play, card {len(state.trick) + 1} of the trick"
 
 
-def judge_game(game: int, a: str, b: str, simulations: int, seed: int) -> list[tuple]:
+def judge_game(
+    game: int, a: str, b: str, simulations: int, seed: int, players: int = 4
+) -> list[tuple]:
     """(kind, A's value minus B's, or None where they agree) for one team's decisions."""
     driver = get_strategy("heuristic")
-    state, _ = new_game(4, seed * 1_000_003 + game)
+    state, _ = new_game(players, seed * 1_000_003 + game)
     judged_team = game & 1
     out: list[tuple] = []
     n = 0
@@ -110,25 +120,9 @@ def judge_game(game: int, a: str, b: str, simulations: int, seed: int) -> list[t
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument("--a", default="search", help="strategy A")
-    parser.add_argument("--b", default="heuristic", help="strategy B")
-    parser.add_argument("--games", type=int, default=200, help="games to take positions from")
-    parser.add_argument("--simulations", type=int, default=100, help="search samples a move")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--jobs", type=int, default=1, choices=(1, 2), help="processes (<= 2)")
-    args = parser.parse_args()
-    start = time.perf_counter()
-    work = partial(judge_game, a=args.a, b=args.b, simulations=args.simulations, seed=args.seed)
-    if args.jobs > 1:
-        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
-            games = pool.map(work, range(args.games), chunksize=1)
-    else:
-        games = [work(g) for g in range(args.games)]
-    # mean per decision as a ratio over games (decisions within a game are not independent)
+def summary(games: list[list[tuple]]) -> dict[str, object]:
+    """Mean difference per decision over ``games`` (a ratio over games, since decisions
+    within a game are not independent), with its 95% interval, and by kind."""
     sums = [sum(d for _, d in g if d is not None) for g in games]
     counts = [len(g) for g in games]
     n, total = len(games), sum(counts)
@@ -140,6 +134,48 @@ def main() -> None:
         for k, d in g:
             if d is not None:
                 by_kind.setdefault(k, []).append(d)
+    return {
+        "games": n,
+        "decisions": total,
+        "differ": sum(len(v) for v in by_kind.values()),
+        "mean_per_decision": round(mean, 4),
+        "mean_per_decision_ci95": [round(mean - half, 4), round(mean + half, 4)],
+        "where_they_differ": {
+            k: {"decisions": len(v), "mean": round(sum(v) / len(v), 3)}
+            for k, v in sorted(by_kind.items())
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--a", default="search", help="strategy A")
+    parser.add_argument("--b", default="heuristic", help="strategy B")
+    parser.add_argument("--games", type=int, default=200, help="games to take positions from")
+    parser.add_argument("--simulations", type=int, default=100, help="search samples a move")
+    parser.add_argument("--players", default="4,2", help="table sizes, e.g. 4,2 or 2")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=1, choices=(1, 2), help="processes (<= 2)")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    tables = {}
+    for players in [int(p) for p in args.players.split(",")]:
+        work = partial(
+            judge_game,
+            a=args.a,
+            b=args.b,
+            simulations=args.simulations,
+            seed=args.seed,
+            players=players,
+        )
+        if args.jobs > 1:
+            with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+                games = pool.map(work, range(args.games), chunksize=1)
+        else:
+            games = [work(g) for g in range(args.games)]
+        tables[str(players)] = summary(games)
     print(
         json.dumps(
             {
@@ -147,15 +183,7 @@ def main() -> None:
                 "a": args.a,
                 "b": args.b,
                 "simulations": args.simulations,
-                "games": n,
-                "decisions": total,
-                "differ": sum(len(v) for v in by_kind.values()),
-                "mean_per_decision": round(mean, 4),
-                "mean_per_decision_ci95": [round(mean - half, 4), round(mean + half, 4)],
-                "where_they_differ": {
-                    k: {"decisions": len(v), "mean": round(sum(v) / len(v), 3)}
-                    for k, v in sorted(by_kind.items())
-                },
+                "players": tables,
                 "seconds": round(time.perf_counter() - start, 1),
             }
         )

@@ -17,10 +17,13 @@ from .base import RandomStrategy, Strategy, View
 from .heuristic import HeuristicStrategy
 from .search import SearchStrategy
 
-# The search bot's playout is compiled by mypyc with the engine (setup.py); an extension
-# older than its source would silently run old code: say so, as the engine does.
+# The search bot's playout, and the heuristic and inference its sampling runs for every
+# card played, are compiled by mypyc with the engine (setup.py); an extension older than
+# its sources would silently run old code: say so, as the engine does.
 PLAYOUT_COMPILED: bool = is_compiled(playout)
-warn_if_stale(playout, ("playout",), "the compiled search playout")
+warn_if_stale(
+    playout, ("playout", "heuristic", "knowledge", "inference"), "the compiled search playout"
+)
 
 BUILTIN: dict[str, type] = {
     "random": RandomStrategy,

@@ -163,11 +163,19 @@ def beat_risk(k: Knowledge, c: int, seats: list[int]) -> float:
     unseen = k.unseen
     total = unseen.bit_count() or 1
     none = 1.0
-    for x in bits(unseen):
-        if beats(x, c, k.trump):
-            p = sum(k.hand_sizes[s] for s in seats if not k.forbidden[s] >> x & 1) / total
-            none *= max(0.0, 1.0 - p)
+    sizes, forbidden = k.hand_sizes, k.forbidden
+    for x in bits(unseen & beaters(c, k.trump)):
+        p = sum(sizes[s] for s in seats if not forbidden[s] >> x & 1) / total
+        none *= max(0.0, 1.0 - p)
     return 1.0 - none
+
+
+def beaters(c: int, trump: int) -> int:
+    """The mask of every card that ``beats`` ``c``: higher ones of its suit, and every
+    trump when ``c`` is not one."""
+    suit = c // 13
+    higher = SUIT_MASK[suit] & ~((2 << c) - 1)
+    return higher if suit == trump else higher | SUIT_MASK[trump]
 
 
 def could_beat(k: Knowledge, c: int, seats: list[int]) -> bool:

@@ -162,6 +162,17 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
     one not dealt (``apply(..., deal_next=False)``): dealing would double a rollout's cost.
     """
     hand_no = s.hand_no
+    end = play_hand(s, rng, epsilon)
+    ours, theirs = hand_points(end, hand_no, team)
+    bonus = 0.0
+    if end.hand_no == hand_no and end.phase == OVER:
+        bonus = WIN_VALUE if end.winner == team else -WIN_VALUE
+    return ours - theirs + bonus
+
+
+def play_hand(s: State, rng: random.Random, epsilon: float) -> State:
+    """``s`` played to the end of its hand (scored, the next not dealt) or of the game."""
+    hand_no = s.hand_no
     while s.phase != OVER and s.hand_no == hand_no:
         if s.phase == PLAY:
             if hand_done(s):
@@ -169,17 +180,22 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
             s, _ = apply(s, rollout_card(s, rng, epsilon), None, False)
         else:  # a decision before play, or again after a redeal (R11)
             s, _ = apply(s, rollout_decision(s))
-    items = s.items
-    bonus = 0.0
-    if s.hand_no != hand_no:  # the caller's own step finished the hand and dealt the next
-        items = s.last_items
-    elif s.phase == OVER:
-        bonus = WIN_VALUE if s.winner == team else -WIN_VALUE
-    margin = 0.0
+    return s
+
+
+def hand_points(end: State, hand_no: int, team: int) -> tuple[float, float]:
+    """The points ``team`` and its opponents scored in hand ``hand_no`` (kicks, give one,
+    High, Low, Jack, Game), read from ``end``'s score items."""
+    items = end.items if end.hand_no == hand_no else end.last_items
+    ours = 0.0
+    theirs = 0.0
     for _item, t, points, _detail in items:
         if t is not None:
-            margin += points if t == team else -points
-    return margin + bonus
+            if t == team:
+                ours += points
+            else:
+                theirs += points
+    return ours, theirs
 
 
 def rollout_decision(s: State) -> int:

@@ -17,6 +17,7 @@ from clients.strategies import (
 )
 from clients.strategies.duel import duplicate_pair
 from clients.strategies.heuristic import follow, lead, stands
+from clients.strategies.inference import evidence, likelihood, play_likelihood, plays
 from clients.strategies.knowledge import Knowledge, bits, mask, read_view
 from clients.strategies.search import (
     _matching_deal,
@@ -35,6 +36,7 @@ from service.engine import (
     apply,
     legal_actions,
     new_game,
+    parse_action,
     seat_view,
 )
 
@@ -317,3 +319,143 @@ def test_sampler_spreads_cards_in_proportion_to_the_room_left():
         p = room[s] / len(unseen)
         expected = 3 * runs * p
         assert abs(n - expected) <= 5 * (3 * runs * p * (1 - p)) ** 0.5 + 1, (s, n, expected)
+
+
+def _hidden_shuffled(state, seat: int, rng: random.Random):
+    """``state`` with every card ``seat`` cannot see dealt again at random (other hands
+    keep their sizes, the stock its length): a different world behind the same view."""
+    hidden = [c for s in range(state.players) if s != seat for c in bits(state.hands[s])]
+    hidden += list(state.stock)
+    rng.shuffle(hidden)
+    other = state.clone()
+    hands = list(state.hands)
+    for s in range(state.players):
+        if s != seat:
+            size = state.hands[s].bit_count()
+            hands[s], hidden = mask(hidden[:size]), hidden[size:]
+    other.hands = hands
+    other.dealt = [h | (d & ~state.hands[s]) for s, (h, d) in enumerate(zip(hands, state.dealt))]
+    other.stock = hidden
+    return other
+
+
+def test_search_values_depend_on_the_view_only():
+    """The bot never reads hidden state: with the hidden cards dealt differently behind an
+    identical seat view, ``values`` (and so ``choose``) are exactly the same."""
+    rng = random.Random(4)
+    checked = 0
+    for state in STATES[::6]:
+        seat = state.turn
+        view = seat_view(state, seat)
+        if len(view["legal_actions"]) < 2:
+            continue
+        other = _hidden_shuffled(state, seat, rng)
+        assert other.hands != state.hands or other.stock != state.stock or not state.stock
+        assert seat_view(other, seat) == view
+        legal = view["legal_actions"]
+        a = SearchStrategy(seed=2, simulations=6).values(view, list(legal))
+        b = SearchStrategy(seed=2, simulations=6).values(seat_view(other, seat), list(legal))
+        assert a == b
+        checked += 1
+    assert checked >= 20
+
+
+def test_search_values_every_legal_action_and_chooses_the_best():
+    """``values`` answers every legal action with means over the stated samples, within
+    their bounds; ``choose`` is its argmax by score; the same seed gives the same values."""
+    for state in STATES[::8]:
+        view = seat_view(state, state.turn)
+        legal = list(view["legal_actions"])
+        if len(legal) < 2:
+            continue
+        vals = SearchStrategy(seed=5, simulations=8).values(view, legal)
+        assert list(vals) == legal
+        for v in vals.values():
+            assert v.samples == 8
+            assert 0.0 <= v.win <= 1.0
+            assert v.points >= 0 and v.points >= v.margin
+        best = max(legal, key=lambda a: vals[a].score)
+        assert SearchStrategy(seed=5, simulations=8).choose(view, legal) == best
+        assert SearchStrategy(seed=5, simulations=8).values(view, legal) == vals
+
+
+def heuristic_positions(games: int, players: int, seed: int) -> list:
+    """Every position of some heuristic self-play games (the model the inference uses)."""
+    bot = HeuristicStrategy()
+    out = []
+    for g in range(games):
+        state, _ = new_game(players, seed * 1000 + g)
+        while state.phase != OVER:
+            out.append(state)
+            view = seat_view(state, state.turn)
+            state, _ = apply(state, parse_action(bot.choose(view, view["legal_actions"])))
+    return out
+
+
+@pytest.mark.parametrize("players", [4, 2])
+def test_inference_explains_the_true_deal_of_heuristic_play(players: int):
+    """R8, R9, R14: against players who decide by the heuristic's rules the inference's
+    model is exact, so the real hidden hands explain every stand, beg, give-one and card
+    seen (likelihood 1), while random deals often do not: the evidence has teeth, and the
+    reconstruction of what each seat knew when it played is right."""
+    rng = random.Random(1)
+    informative = contradicted = 0
+    for state in heuristic_positions(6, players, seed=players)[::3]:
+        view = seat_view(state, state.turn)
+        k = read_view(view)
+        ev = evidence(k, view)
+        ps = plays(k) if k.trump >= 0 else []
+        if not ev and not ps:
+            continue
+        assert likelihood(ev, state.hands, k.played_by) == 1.0
+        assert play_likelihood(ps, state.hands, k.trump, state.variants, 0.0) == 1.0
+        informative += 1
+        hands, _stock = sample_hands(k, rng)
+        w = likelihood(ev, hands, k.played_by) * play_likelihood(
+            ps, hands, k.trump, state.variants, 0.0
+        )
+        contradicted += w < 1.0
+    assert informative >= 30
+    assert contradicted >= informative // 5
+
+
+def test_sampling_with_inference_keeps_the_deals_that_explain_a_stand():
+    """R8: a beggar who stood holds a hand the heuristic stands on in most deals the
+    search samples (a contradicting deal is kept with probability ``MISS_OPPONENT``),
+    though most random hands would not stand."""
+    rng = random.Random(2)
+    found = 0
+    for state in heuristic_positions(12, 4, seed=7):
+        if state.phase != PLAY or state.beg != "stood" or state.tricks or state.trick:
+            continue
+        seat = (state.beggar + 1) % 4  # an opponent of the beggar, first to see the stand
+        view = seat_view(state, seat)
+        k = read_view(view)
+        if k.seat == k.beggar:
+            continue
+        trump = k.kicks[0] // 13
+        kept = sum(
+            stands(determinize(k, view, state.variants, rng).hands[k.beggar], trump,
+                   k.scores, k.dealer, k.target)
+            for _ in range(40)
+        )
+        uniform = sum(
+            stands(sample_hands(k, rng)[0][k.beggar], trump, k.scores, k.dealer, k.target)
+            for _ in range(40)
+        )
+        assert kept >= 28 and kept >= uniform + 10  # a miss keeps 1 in 20 contradicting deals
+        found += 1
+    assert found >= 3
+
+
+def test_search_budget_clock_is_wall_or_thread_cpu_time():
+    """Benches on a shared machine count the move budget in the deciding thread's CPU
+    time; a house bot answering in time counts the wall clock; nothing else is taken."""
+    state = next(s for s in play_states() if len(seat_view(s, s.turn)["legal_actions"]) > 1)
+    view = seat_view(state, state.turn)
+    for clock in ("wall", "cpu"):
+        bot = get_strategy("search", move_time=0.005, clock=clock, seed=1)
+        vals = bot.values(view, list(view["legal_actions"]))
+        assert all(v.samples >= 1 for v in vals.values())
+    with pytest.raises(ValueError):
+        SearchStrategy(clock="sundial")
