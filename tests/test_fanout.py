@@ -202,6 +202,7 @@ def test_a_move_is_read_once_per_worker_whatever_the_spectators(
     s = Service(tmp_path, workers=1, REDIS_URL=f"redis://127.0.0.1:{own_redis}/0",
                 ARENA_KEY_PREFIX="fan:", ARENA_RATE_LIMIT="0", ARENA_SWEEPER="0",
                 ARENA_CALLBACKS="0",  # the webhook dispatcher's own polls are not the streams'
+                ARENA_ANALYSIS_WORKERS="0",  # nor the analysis workers' reads of their queue
                 # every spectator comes from this one address: no cap per client
                 ARENA_STREAMS_PER_CLIENT="0", ARENA_CLIENT_SHARE="0",
                 ARENA_SPECTATOR_SHARE="0",

@@ -280,8 +280,8 @@ class Direct:
 
 def direct_socket(environ: dict[str, Any]) -> Any:
     """The client's gevent socket when a stream's body may be written to it directly:
-    under gunicorn's gevent worker (``gunicorn.socket``, maybe inside the worker's
-    ``HeldHeaders``), for a GET over HTTP/1.1, whose body gunicorn sends chunked (the
+    under gunicorn's gevent worker (``gunicorn.socket``, inside the worker's ``HeldHeaders``
+    and ``ClientSocket``), for a GET over HTTP/1.1, whose body gunicorn sends chunked (the
     pump frames its writes the same way). None otherwise (the Flask test client, the
     development server, HTTP/1.0): the stream then yields everything through the server.
     """
@@ -292,8 +292,12 @@ def direct_socket(environ: dict[str, Any]) -> Any:
     except ImportError:  # pragma: no cover - gevent is a dependency
         return None
     sock = environ.get("gunicorn.socket")
-    inner = getattr(sock, "_sock", None)
-    if isinstance(inner, gevent_socket):  # HeldHeaders around the client's socket
+    # the worker's wrappers around the client's socket (HeldHeaders, around the drain's
+    # ClientSocket): the gevent socket inside them
+    for _ in range(3):
+        inner = getattr(sock, "_sock", None)
+        if inner is None or isinstance(sock, gevent_socket):
+            break
         sock = inner
     # exactly gevent's socket: a TLS socket (a subclass) must not be written around TLS
     if type(sock) is not gevent_socket or getattr(sock, "_sock", None) is None:
