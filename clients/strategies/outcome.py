@@ -17,10 +17,9 @@ from __future__ import annotations
 import random
 from functools import lru_cache
 
-from service.engine.game import apply, hand_done
-from service.engine.state import OVER, PLAY, State
+from service.engine.state import OVER, State
 
-from .playout import rollout_card, rollout_decision
+from .playout import play_hand
 
 # Chance that the jack of trumps is in a hand (dealt, not kicked), by number of players.
 _JACK_DEALT = {2: 12 / 51, 4: 24 / 51}
@@ -92,13 +91,7 @@ def outcome(s: State, team: int, rng: random.Random, epsilon: float) -> tuple[fl
     """Play to the end of the hand as ``rollout`` does; ``team``'s points, margin and
     chance of winning the game (1 or 0 if it ended this hand, else ``win_chance``)."""
     hand_no = s.hand_no
-    while s.phase != OVER and s.hand_no == hand_no:
-        if s.phase == PLAY:
-            if hand_done(s):
-                break
-            s, _ = apply(s, rollout_card(s, rng, epsilon), None, False)
-        else:  # a decision before play, or again after a redeal (R11)
-            s, _ = apply(s, rollout_decision(s))
+    s = play_hand(s, rng, epsilon)
     items = s.items
     scores = list(s.scores)
     if s.hand_no != hand_no:  # the caller's own step finished the hand and dealt the next
