@@ -92,6 +92,7 @@ ENDPOINTS: dict[str, Endpoint] = {
                                                    "/admin/owners/{owner_id}/suspension"),
     "getAdminSuspensions": Endpoint("GET", "/admin/suspensions"),
     "getBotsBotId": Endpoint("GET", "/bots/{bot_id}"),
+    "getBotsBotIdAnalysis": Endpoint("GET", "/bots/{bot_id}/analysis"),
     # webhook bots: a retried PUT answers with the newest secret, the one that counts
     "putBotsMeCallback": Endpoint("PUT", "/bots/me/callback"),
     "getBotsMeCallback": Endpoint("GET", "/bots/me/callback"),
@@ -107,6 +108,8 @@ ENDPOINTS: dict[str, Endpoint] = {
     "getGamesGameIdTurn": Endpoint("GET", "/games/{game_id}/turn"),
     "getGamesGameIdEvents": Endpoint("GET", "/games/{game_id}/events"),
     "getGamesGameIdRecord": Endpoint("GET", "/games/{game_id}/record"),
+    # asking again is harmless: an analysis is queued once and computed once
+    "getGamesGameIdAnalysis": Endpoint("GET", "/games/{game_id}/analysis"),
     "postTournaments": Endpoint("POST", "/tournaments", safe=False),
     "getTournaments": Endpoint("GET", "/tournaments"),
     "getTournamentsTournamentId": Endpoint("GET", "/tournaments/{tournament_id}"),

@@ -48,6 +48,7 @@ def test_operations_without_auth_ignore_any_authorization_header(api):
         ("GET", "/tournaments/{tournament_id}/export.csv"): f"/tournaments/{tid}/export.csv",
         ("GET", "/games"): "/games",
         ("GET", "/bots/{bot_id}"): f"/bots/{bot_id}",
+        ("GET", "/bots/{bot_id}/analysis"): f"/bots/{bot_id}/analysis",
         ("GET", "/ladders"): "/ladders",
         ("GET", "/ladders/{name}"): "/ladders/2p",
         ("GET", "/ladders/{name}/standings"): "/ladders/2p/standings",
@@ -88,11 +89,13 @@ def test_where_a_token_is_optional_an_unknown_one_is_401_as_documented(api):
     assert optional == {("GET", "/games/{game_id}"), ("GET", "/games/{game_id}/turn"),
                         ("GET", "/games/{game_id}/events"),
                         ("GET", "/games/{game_id}/record"), ("POST", "/house/games"),
+                        ("GET", "/games/{game_id}/analysis"),
                         ("POST", "/bots")}  # a bot's token: the new bot joins its owner
     urls = {"/games/{game_id}": f"/games/{gid}",
             "/games/{game_id}/turn": f"/games/{gid}/turn?timeout=0",
             "/games/{game_id}/events": f"/games/{gid}/events",
             "/games/{game_id}/record": f"/games/{gid}/record",
+            "/games/{game_id}/analysis": f"/games/{gid}/analysis",
             "/house/games": "/house/games", "/bots": "/bots"}
     bodies = {"/house/games": {"players": 2}, "/bots": {"name": "carol"}}
     for method, path in optional:
