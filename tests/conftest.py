@@ -109,8 +109,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep each test module on one pytest-xdist worker (``--dist loadgroup``): most
     modules start a service of their own in a module-scoped fixture, so spreading one
-    module over workers would start it once per worker. The browser tests share one
-    session-scoped service and browser, so tests/web is one group. Runs before xdist's
+    module over workers would start it once per worker (the browser tests' session-scoped
+    service and browser start once in each worker that runs one of them). Runs before xdist's
     own hook, which reads the marks (``tryfirst``). A module of a few long tests says
     ``SPREAD_OVER_WORKERS = True``: its tests go to any worker (each worker that takes one
     starts the module's service once), so that the longest module does not bound the run."""
@@ -118,8 +118,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = item.nodeid.split("::", 1)[0]
         if getattr(item.module, "SPREAD_OVER_WORKERS", False):
             continue
-        group = "tests/web" if path.startswith("tests/web/") else path
-        item.add_marker(pytest.mark.xdist_group(group))
+        item.add_marker(pytest.mark.xdist_group(path))
 
 
 def missing(reason: str) -> None:
