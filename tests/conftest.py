@@ -105,6 +105,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _STARTED.stop()  # type: ignore[attr-defined]
 
 
+# What a test is expected to take when its module says nothing (``EXPECTED_S``): the
+# modules that do not are the quick ones (every module over ~25 s states its time).
+DEFAULT_TEST_S = 0.5
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep each test module on one pytest-xdist worker (``--dist loadgroup``): most
@@ -113,12 +118,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     service and browser start once in each worker that runs one of them). Runs before xdist's
     own hook, which reads the marks (``tryfirst``). A module of a few long tests says
     ``SPREAD_OVER_WORKERS = True``: its tests go to any worker (each worker that takes one
-    starts the module's service once), so that the longest module does not bound the run."""
+    starts the module's service once), so that the longest module does not bound the run.
+
+    The longest work goes first: workers take groups in collection order
+    (``--no-loadscope-reorder``), so the groups are sorted by the time they are expected
+    to take, longest first (the classic longest-processing-time rule), and the run does
+    not end waiting on a long module that happened to start last. A module states its
+    expected seconds in ``EXPECTED_S`` (measured with ``--durations=0``, the whole module;
+    a spread module's is shared among its tests); any other module counts
+    ``DEFAULT_TEST_S`` a test. Within a group the tests keep their order."""
+    per_module: dict[str, int] = {}
     for item in items:
         path = item.nodeid.split("::", 1)[0]
+        per_module[path] = per_module.get(path, 0) + 1
+    weight: dict[str, float] = {}
+    group_of: dict[str, str] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        expected = getattr(item.module, "EXPECTED_S", None)
         if getattr(item.module, "SPREAD_OVER_WORKERS", False):
-            continue
-        item.add_marker(pytest.mark.xdist_group(path))
+            group = item.nodeid
+            weight[group] = (expected / per_module[path]) if expected else DEFAULT_TEST_S
+        else:
+            group = path
+            item.add_marker(pytest.mark.xdist_group(path))
+            weight[group] = expected if expected else DEFAULT_TEST_S * per_module[path]
+        group_of[item.nodeid] = group
+    first_seen = {g: i for i, g in reversed(list(enumerate(group_of[it.nodeid] for it in items)))}
+    items.sort(key=lambda it: (-weight[group_of[it.nodeid]], first_seen[group_of[it.nodeid]]))
 
 
 def missing(reason: str) -> None:

@@ -26,6 +26,8 @@ from service.http.connections import Slots, client_key, waiting_kind
 from tests.conftest import REDIS_URL
 from tests.test_serve import Serve, kill_leftovers, wait_for
 
+EXPECTED_S = 50  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 # --- the client an address belongs to ---------------------------------------------------------
 
 

@@ -21,6 +21,8 @@ from clients.api import ArenaClient
 from clients.runner import BotRunner
 from tests.test_serve import Serve, kill_leftovers, wait_for
 
+EXPECTED_S = 25  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 ADMIN = "consent-admin"
 SETTINGS = {"format": "round_robin", "games_per_pairing": 2, "parallel": 2, "seed": 23,
             "variants": {"target": 5}, "move_limit": 20}

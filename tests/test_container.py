@@ -33,10 +33,18 @@ from service.storage.store import Store
 from tests.conftest import REDIS_URL, missing
 from tests.test_serve import http_status, wait_for
 
+EXPECTED_S = 60  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 BASE_IMAGE = "python:3.11-slim"
 CI_CONF = Path(os.environ.get("ALLFOURS_CI_CACHE", "/var/cache/allfours-ci")) / "containers.conf"
 HTTP_TIMEOUT = 15.0
+# Where the image's engine modules (and the search bot's inner loop) are loaded from.
+COMPILED_PROBE = (
+    "import importlib, json; print(json.dumps({m: importlib.import_module(m).__file__ "
+    "for m in ('service.engine.game', 'service.engine.play', 'service.engine.state', "
+    "'service.engine.scoring', 'clients.strategies.playout')}))"
+)
 
 
 def podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
@@ -152,6 +160,12 @@ def test_the_image_builds_runs_plays_stops_gracefully_and_restarts(
         probe = podman("exec", c.name, *health["Test"][1:], check=False)
         assert probe.returncode == 0, probe.stderr
         assert podman("healthcheck", "run", c.name, check=False).returncode == 0
+        # the build stage's `pip wheel` compiled the engine with mypyc: the image runs
+        # extension modules, not the .py sources (the search bot's speed depends on it)
+        where = podman("exec", c.name, "python", "-c", COMPILED_PROBE, check=False)
+        assert where.returncode == 0, where.stderr
+        for module, path in json.loads(where.stdout).items():
+            assert path.endswith(".so"), f"{module} is not compiled in the image: {path}"
 
         rng = random.Random(31)
         bots = [call("POST", c.url("/bots"), json={"name": "box0"}, expect=201)]

@@ -35,6 +35,8 @@ from service.engine.variants import _CHOICES, Variants
 from tests.conftest import REDIS_URL, missing
 from tests.test_serve import Serve, kill_leftovers
 
+EXPECTED_S = 40  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 RULES = ROOT / "docs" / "rules.md"

@@ -29,6 +29,8 @@ from tests.test_serve import (  # own_redis: a fixture
     wait_for,
 )
 
+EXPECTED_S = 25  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 aiohttp = pytest.importorskip("aiohttp")
 
 SPECTATORS = int(os.environ.get("FANOUT_SPECTATORS", "200"))

@@ -34,6 +34,8 @@ from service.storage.store import Store
 from tests.conftest import REDIS_URL
 from tests.test_serve import Serve, kill_leftovers
 
+EXPECTED_S = 70  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 HTTP_TIMEOUT = 15.0  # any single request (long-polls ask for less)
 LOSER_PROBLEMS = {
     (409, "/problems/version-conflict"),

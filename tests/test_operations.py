@@ -32,6 +32,8 @@ from service.engine import CARD_NAMES
 from tests.conftest import REDIS_URL
 from tests.test_serve import Serve, descendants, kill_leftovers, wait_for
 
+EXPECTED_S = 60  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 HTTP_TIMEOUT = 15.0
 
 

@@ -22,7 +22,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -30,6 +29,8 @@ from typing import BinaryIO
 import pytest
 
 from service.storage.embedded import find_server_binary, free_port, ping
+
+EXPECTED_S = 75  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = "service.http.wsgi:app"
@@ -387,6 +388,10 @@ def test_dockerfile_shape() -> None:
     assert spec["EXPOSE"] == ["8000"]
     assert spec["USER"] and spec["USER"][-1] not in ("root", "0")
     assert any("pip install" in run for run in spec["RUN"])
+    # the build stage makes the wheels from the sources (`COPY . /src`); that the engine
+    # comes out compiled is checked in the built image (tests/test_container.py)
+    build = next(run for run in spec["RUN"] if "pip wheel" in run)
+    assert shlex.split(build)[:2] == ["pip", "wheel"] and shlex.split(build)[-1] == "/src"
     cmd = exec_form(spec["CMD"][0])
     assert cmd[:3] == ["gunicorn", "-c", "python:service.http.gunicorn_conf"] and cmd[-1] == APP
     # `allfours serve` runs gunicorn with the same config module and app.
@@ -398,34 +403,6 @@ def test_dockerfile_shape() -> None:
     assert gunicorn_command("h", 1, 3)[-3:-1] == ["--workers", "3"]
     assert "--workers" not in gunicorn_command("h", 1)
     assert "REDIS_URL" not in docker_env()  # it comes from the environment at run time
-
-
-def test_dockerfile_build_stage_makes_a_wheel_with_the_compiled_engine(tmp_path: Path) -> None:
-    """Run the build stage's `pip wheel` the way the Dockerfile does (against a copy of the
-    tracked sources, as `COPY . /src` would) and look inside the wheel it makes."""
-    build = next(run for run in dockerfile()["RUN"] if "pip wheel" in run)
-    words = shlex.split(build)
-    assert words[:2] == ["pip", "wheel"] and words[-1] == "/src", build
-    src = tmp_path / "src"
-    tracked = subprocess.run(
-        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split()
-    for name in tracked:
-        if (ROOT / name).is_file():
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            (src / name).write_bytes((ROOT / name).read_bytes())
-    wheels = tmp_path / "wheels"
-    argv = [sys.executable, "-m", *words[:-1], str(src)]
-    argv = [str(wheels) if a == "/wheels" else a for a in argv]
-    argv.insert(argv.index("wheel") + 1, "--no-deps")  # ours only; deps come from PyPI
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (wheel,) = wheels.glob("allfours_arena-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
-    for module in ("game", "play", "state", "scoring"):
-        assert any(
-            n.startswith(f"service/engine/{module}.") and n.endswith(".so") for n in names
-        ), f"{module} is not compiled in {wheel.name}"
 
 
 def _as_local_command(argv: list[str]) -> list[str]:

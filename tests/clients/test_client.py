@@ -34,6 +34,8 @@ from clients.api import (
 from service.storage.embedded import free_port
 from tests.contract import CONTRACT
 
+EXPECTED_S = 25  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -22,6 +22,8 @@ from clients.runner import BotRunner, RunnerStats
 from clients.strategies import RandomStrategy
 from service.storage.embedded import free_port
 
+EXPECTED_S = 25  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 JOIN_TIMEOUT = 60.0
 

@@ -21,6 +21,8 @@ from clients.runner import BotRunner
 from clients.strategies import RandomStrategy
 from tests.test_tournament_cli import check_results, run_tournament
 
+EXPECTED_S = 45  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 # The runners' own waits are 10 s (the long-poll and the act wait of `allfours bot`'s
 # defaults): a runner that missed a turn until one of them ended is charged a timeout at
 # any limit well below 10 s. 0.5 s (as this test first had) also charged the machine's

@@ -22,6 +22,8 @@ from tests.conftest import REDIS_URL
 from tests.service.test_tournament_cancel_embargo import FAST, play_out
 from tests.service.test_tournaments import ADMIN, register
 
+EXPECTED_S = 40  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 
 def finished_game(api: Any, seed: int, players: int = 2) -> tuple[str, list[str]]:
     """A finished game at the default target: a few hundred decisions."""

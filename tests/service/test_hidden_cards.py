@@ -14,6 +14,8 @@ import re
 
 from service.engine import apply, new_game, parse_action
 
+EXPECTED_S = 40  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 CARD = re.compile(r"^[2-9TJQKA][CDHS]$")
 
 

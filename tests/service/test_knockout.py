@@ -24,6 +24,7 @@ from tests.service.test_tournaments import ADMIN, FAST, all_games, auth, registe
 
 # a few long tests: pytest-xdist may run them on different workers (tests/conftest.py)
 SPREAD_OVER_WORKERS = True
+EXPECTED_S = 60  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
 Chooser = Callable[[str, list[str]], str]
 

@@ -17,6 +17,8 @@ from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.conftest import ADMIN_TOKEN
 
+EXPECTED_S = 25  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 FAST = {"target": 3}
 

@@ -16,6 +16,8 @@ from service.http.schemas.games import TurnAnswer, View
 from service.jsonio import dumps
 from service.storage.store import Game
 
+EXPECTED_S = 30  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 SCHEMA = View()
 
 

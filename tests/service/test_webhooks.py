@@ -37,6 +37,8 @@ from tests.conftest import REDIS_URL, missing
 from tests.contract import CONTRACT, ROOT
 from tests.service.conftest import gunicorn
 
+EXPECTED_S = 90  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 ALLOWED = "127.0.0.2"  # the only network the service may call (ARENA_CALLBACK_NETWORKS)
 REQUEST_SCHEMA = {"$ref": "#/components/schemas/CallbackRequest"}
 VERIFY_SCHEMA = {"$ref": "#/components/schemas/VerifyRequest"}

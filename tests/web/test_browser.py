@@ -19,6 +19,8 @@ from service.engine.cards import CARD_NAMES, SUITS, cards_of
 from service.engine.variants import Variants
 from tests.web.support import ADMIN, DESKTOP, PHONE, screenshot, wait_until
 
+EXPECTED_S = 60  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+
 NAMES4 = ["Alice", "Bongo", "Calypso", "Dougla"]
 RANKS = {"2": "Two", "3": "Three", "4": "Four", "5": "Five", "6": "Six", "7": "Seven",
          "8": "Eight", "9": "Nine", "T": "Ten", "J": "Jack", "Q": "Queen", "K": "King",
