@@ -266,8 +266,76 @@ class Opponent:
 # --- the check -------------------------------------------------------------------------------
 
 
-class Check:
+class CheckRun:
+    """What both kinds of check-bot run share (``Check`` for a pulling bot,
+    ``check_webhook.WebhookCheck`` for a webhook bot): the service, the proxy and the bot's
+    process, started and stopped alike, and the verdicts, one per situation wanted. A
+    subclass says which situations it knows (``situations``, each ``name: (game, docs
+    anchor, title)``), how to link each to the docs (``docs_link``) and judges each in a
+    ``judge_<name>`` method."""
+
+    situations: dict[str, tuple[str, str, str]]
+    service: EmbeddedService
+    proxy: CheckProxy | None
+    bot: subprocess.Popen[bytes] | None
+    bot_log: Path
+    runs: dict[str, Any]
+    only: set[str] | None
+    quiet: bool
+    stop: threading.Event
+
+    @staticmethod
+    def docs_link(situation: str) -> str:
+        raise NotImplementedError
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            print(f"check-bot: {text}", file=sys.stderr, flush=True)
+
+    @property
+    def base(self) -> str:
+        return self.service.url
+
+    def wanted(self, game: str) -> bool:
+        return self.only is None or any(self.situations[s][0] in (game, "*")
+                                        for s in self.only)
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.bot is not None and self.bot.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.bot.pid, signal.SIGTERM)
+            try:
+                self.bot.wait(5)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(OSError):
+                    os.killpg(self.bot.pid, signal.SIGKILL)
+                self.bot.wait()
+        if self.proxy is not None:
+            self.proxy.stop()
+        self.service.stop()
+
+    def bot_log_tail(self) -> str:
+        return log_tail(self.bot_log, 15)
+
+    def verdicts(self) -> list[Result]:
+        out: list[Result] = []
+        for name, (game, _anchor, title) in self.situations.items():
+            if self.only is not None and name not in self.only:
+                continue
+            if game != "*" and game not in self.runs:
+                continue
+            passed, what, fix = getattr(self, f"judge_{name}")()
+            out.append(Result(name, passed, what, "" if passed else fix,
+                              self.docs_link(name), title))
+        return out
+
+
+class Check(CheckRun):
     """One run of check-bot: the service, the proxy, the bot's process, the games."""
+
+    situations = SITUATIONS
+    docs_link = staticmethod(docs_link)
 
     def __init__(self, command: list[str] | str, only: set[str] | None = None,
                  quiet: bool = False, workers: int = 2) -> None:
@@ -284,17 +352,6 @@ class Check:
         self.runs: dict[str, GameRun] = {}
         self.idle: tuple[float, float] | None = None
         self.stop = threading.Event()
-
-    def say(self, text: str) -> None:
-        if not self.quiet:
-            print(f"check-bot: {text}", file=sys.stderr, flush=True)
-
-    @property
-    def base(self) -> str:
-        return self.service.url
-
-    def wanted(self, game: str) -> bool:
-        return self.only is None or any(SITUATIONS[s][0] in (game, "*") for s in self.only)
 
     def run(self) -> list[Result]:
         try:
@@ -326,21 +383,6 @@ class Check:
         finally:
             self.close()
 
-    def close(self) -> None:
-        self.stop.set()
-        if self.bot is not None and self.bot.poll() is None:
-            with contextlib.suppress(OSError):
-                os.killpg(self.bot.pid, signal.SIGTERM)
-            try:
-                self.bot.wait(5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(OSError):
-                    os.killpg(self.bot.pid, signal.SIGKILL)
-                self.bot.wait()
-        if self.proxy is not None:
-            self.proxy.stop()
-        self.service.stop()
-
     def start_bot(self, token: str) -> None:
         env = {**os.environ, "ARENA_URL": self.proxy.url if self.proxy else "",
                "ARENA_TOKEN": token}
@@ -360,9 +402,6 @@ class Check:
                 return False
             time.sleep(0.1)
         return False
-
-    def bot_log_tail(self) -> str:
-        return log_tail(self.bot_log, 15)
 
     # --- playing one game ------------------------------------------------------------------
 
@@ -479,19 +518,6 @@ class Check:
         return 4, seats, settings, {}, [1, 3]
 
     # --- the verdicts ------------------------------------------------------------------------
-
-    def verdicts(self) -> list[Result]:
-        out: list[Result] = []
-        for name, (game, _anchor, title) in SITUATIONS.items():
-            if self.only is not None and name not in self.only:
-                continue
-            if game != "*" and game not in self.runs:
-                continue
-            judge = getattr(self, f"judge_{name}")
-            passed, what, fix = judge()
-            out.append(Result(name, passed, what, "" if passed else fix, docs_link(name),
-                              title))
-        return out
 
     def _played(self, run: GameRun) -> str:
         if run.finished:

@@ -29,7 +29,6 @@ limit), ``team`` (4 players, a 3 s move limit, the bot in seats 0 and 2).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -60,6 +59,7 @@ from service.arena.callbacks import (
 from service.cli.check_bot import (
     HOUSE_RULES,
     CheckError,
+    CheckRun,
     CheckService,
     Opponent,
     Result,
@@ -70,7 +70,6 @@ from service.cli.check_bot import (
     seat_games,
 )
 from service.cli.check_proxy import CheckProxy, Exchange, Rule
-from service.storage.embedded import log_tail
 
 DOCS = "docs/bots.md"
 HOOKS = "webhooks-the-service-calls-your-bot"
@@ -152,8 +151,11 @@ def _port_open(host: str, port: int) -> bool:
         return False
 
 
-class WebhookCheck:
+class WebhookCheck(CheckRun):
     """One run of check-bot in webhook mode: the service, the proxy, the bot, the games."""
+
+    situations = SITUATIONS
+    docs_link = staticmethod(docs_link)
 
     def __init__(self, url: str, command: list[str] | str, only: set[str] | None = None,
                  quiet: bool = False, workers: int = 2) -> None:
@@ -178,17 +180,6 @@ class WebhookCheck:
         self.verified: tuple[bool, str] = (False, "not tried")
         self.probes: dict[str, tuple[int | None, Any]] = {}
         self.stop = threading.Event()
-
-    def say(self, text: str) -> None:
-        if not self.quiet:
-            print(f"check-bot: {text}", file=sys.stderr, flush=True)
-
-    @property
-    def base(self) -> str:
-        return self.service.url
-
-    def wanted(self, game: str) -> bool:
-        return self.only is None or any(SITUATIONS[s][0] in (game, "*") for s in self.only)
 
     # --- the run ---------------------------------------------------------------------------
 
@@ -230,21 +221,6 @@ class WebhookCheck:
         finally:
             self.close()
 
-    def close(self) -> None:
-        self.stop.set()
-        if self.bot is not None and self.bot.poll() is None:
-            with contextlib.suppress(OSError):
-                os.killpg(self.bot.pid, signal.SIGTERM)
-            try:
-                self.bot.wait(5)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(OSError):
-                    os.killpg(self.bot.pid, signal.SIGKILL)
-                self.bot.wait()
-        if self.proxy is not None:
-            self.proxy.stop()
-        self.service.stop()
-
     def start_bot(self) -> None:
         env = {**os.environ, "ARENA_WEBHOOK_SECRET": self.secret, "PORT": str(self.bot_port),
                "ARENA_URL": self.base, "ARENA_TOKEN": self.me["token"]}
@@ -279,9 +255,6 @@ class WebhookCheck:
         v = state.get("verification") or {}
         return False, (f"the URL was not verified: {v.get('status')}, "
                        f"{v.get('attempts')} attempt(s), {v.get('detail') or 'no detail'}")
-
-    def bot_log_tail(self) -> str:
-        return log_tail(self.bot_log, 15)
 
     # --- one game --------------------------------------------------------------------------
 
@@ -426,18 +399,6 @@ class WebhookCheck:
         self.probes["stale_legal"] = (None, first.body.get("view", {}).get("legal_actions"))
 
     # --- the verdicts ------------------------------------------------------------------------
-
-    def verdicts(self) -> list[Result]:
-        out: list[Result] = []
-        for name, (game, _anchor, title) in SITUATIONS.items():
-            if self.only is not None and name not in self.only:
-                continue
-            if game != "*" and game not in self.runs:
-                continue
-            passed, what, fix = getattr(self, f"judge_{name}")()
-            out.append(Result(name, passed, what, "" if passed else fix, docs_link(name),
-                              title))
-        return out
 
     def _applied(self, run: HookRun) -> list[dict[str, Any]]:
         return [d for d in run.deliveries
