@@ -223,6 +223,8 @@ def main() -> None:
         now = datetime.datetime.now(datetime.UTC)
         hh, mm = (int(x) for x in args.until.split(":"))
         until = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+        if until <= now:  # a time already past today is tomorrow's (a run over midnight)
+            until += datetime.timedelta(days=1)
         out = run_until(combos, pairs, args.seed, args.move_time, until.timestamp())
     else:
         for players, a, b in combos:
