@@ -10,9 +10,8 @@ the ``EXPECTED_S`` it states. tests/conftest.py hands the modules to the workers
 first by that figure, so a module whose measured time is far from it is listed under
 ``restate`` with the figure to write.
 
-Why the CPU seconds matter: on this 2-core machine the suite needs about 18–23 CPU-minutes
-(session 10); with one core taken by other work it gets 1–1.5 cores, which bounds the
-wall time from below however many workers run.
+Why the CPU seconds matter: with other work taking cores, the CPU the suite needs
+divided by the cores left bounds the wall time from below, however many workers run.
 
     python bench/suite.py [--load 1] [-- -n 4 tests/engine]
 """

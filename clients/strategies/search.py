@@ -109,8 +109,8 @@ class SearchStrategy:
     ``infer_plays`` the cards the others played (``inference``); off, only the voids are.
     ``recent_plays`` (0: all) reads only that many of the others' latest cards, and
     ``partner_plays`` whether the partner's are read at all: each card read costs a
-    heuristic decision per sampled deal tried, which at 4 players left a quarter of the
-    samples a move (bench/strength.py measures what that buys).
+    heuristic decision per sampled deal tried, and a partner that is not the heuristic
+    gets most deals rejected (bench/strength.py measures what reading fewer buys).
     """
 
     def __init__(
