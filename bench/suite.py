@@ -22,10 +22,12 @@ import argparse
 import ast
 import json
 import multiprocessing
+import os
 import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -72,12 +74,17 @@ def main() -> None:
     loads = [multiprocessing.Process(target=busy, daemon=True) for _ in range(args.load)]
     for p in loads:
         p.start()
+    cpu_dir = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
+    env = {**os.environ, "SUITE_CPU_DIR": str(cpu_dir),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "bench" / "pytest_plugins"),
+                                                       os.environ.get("PYTHONPATH")]))}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.monotonic()
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "--durations=0", "-p", "no:cacheprovider",
-             *args.pytest_args], cwd=ROOT, capture_output=True, text=True, check=False)
+             "-p", "cpu_by_module", *args.pytest_args], cwd=ROOT, env=env,
+            capture_output=True, text=True, check=False)
     finally:
         for p in loads:
             p.terminate()
@@ -86,12 +93,17 @@ def main() -> None:
     summary = next((m.group(1) for line in reversed(done.stdout.splitlines())
                     if (m := SUMMARY.match(line))), None)
     seconds = by_module(done.stdout)
+    cpu: dict[str, float] = {}
+    for worker in cpu_dir.glob("*.json"):
+        for module, c in json.loads(worker.read_text())["modules"].items():
+            cpu[module] = cpu.get(module, 0.0) + c
     modules = []
     restate = {}
     for module, s in sorted(seconds.items(), key=lambda kv: -kv[1]):
         expected = stated(ROOT / module)
         if len(modules) < args.top:
-            modules.append({"module": module, "seconds": round(s, 1), "expected_s": expected})
+            modules.append({"module": module, "seconds": round(s, 1), "expected_s": expected,
+                            "cpu_s": round(cpu.get(module, 0.0), 1)})
         if s >= 25 and (expected is None or not 0.5 <= s / expected <= 2):
             restate[module] = int(round(s / 5) * 5)
     print(json.dumps({
@@ -102,6 +114,9 @@ def main() -> None:
         "wall_s": round(wall, 1),
         "cpu_s": round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 1),
         "test_seconds_summed": round(sum(seconds.values()), 1),
+        "test_cpu_s_summed": round(sum(cpu.values()), 1),
+        "by_cpu": [{"module": m, "cpu_s": round(c, 1)}
+                   for m, c in sorted(cpu.items(), key=lambda kv: -kv[1])[:args.top]],
         "modules": modules,
         "restate": restate,
     }))

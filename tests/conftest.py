@@ -30,6 +30,13 @@ import pytest
 
 MODE_ENV = "ARENA_TEST_REDIS"
 
+# schemathesis's pytest plugin, loaded here instead of by its entry point (pyproject's
+# ``-p no:schemathesis``): a plugin found by entry point has every module of its package
+# assertion-rewritten in every worker (none are cached where bytecode is not written),
+# which was half of each worker's start (issue 26). Only tests/service/test_schemathesis.py
+# needs it (``schemathesis.pytest.from_fixture``).
+pytest_plugins = ["schemathesis.pytest.plugin"]
+
 
 def _answers(url: str) -> dict[str, str] | None:
     """``INFO cluster`` of the Redis at url if it answers, else None."""
@@ -85,6 +92,35 @@ CLUSTER = os.environ.get(MODE_ENV, "").strip().lower() == "cluster"
 # them. Off for every app and service the tests start (subprocesses inherit it), except
 # where a test sets it: tests/service/test_consent.py tests the cap itself.
 os.environ.setdefault("ARENA_OWNERS_PER_NETWORK", "0")
+# Every service the tests start would also start its analysis workers (issue 25: a
+# supervisor and a worker process, each importing the search) that only the analysis
+# tests use: none unless a test asks (tests/service/test_analysis_serving.py, the browser
+# tests' service in tests/web/support.py).
+os.environ.setdefault("ARENA_ANALYSIS_WORKERS", "0")
+
+
+def _bytecode_cache() -> str | None:
+    """Where bytecode is not written (``PYTHONDONTWRITEBYTECODE``, set in some CI images
+    and sandboxes), each of the hundreds of Python processes the suite starts — gunicorn
+    workers, bots, the CLI — compiles the service from source again: ~0.6 CPU-s each, and
+    pytest rewrites every test module again in every worker (issue 26). The session gives
+    them a bytecode cache of its own instead (``PYTHONPYCACHEPREFIX``, a temporary
+    directory removed at the end), so nothing is written into the tree either way. Decided
+    in the process that starts the workers (they inherit it); None where not needed."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return None
+    import sys
+    import tempfile
+
+    cache = tempfile.mkdtemp(prefix="allfours-tests-pycache-")
+    os.environ["PYTHONPYCACHEPREFIX"] = cache
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    sys.pycache_prefix = cache
+    sys.dont_write_bytecode = False
+    return cache
+
+
+_PYCACHE = _bytecode_cache()
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -100,9 +136,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop the server this session started (if it did)."""
+    """Stop the server this session started (if it did), and remove its bytecode cache."""
     if _STARTED is not None:
         _STARTED.stop()  # type: ignore[attr-defined]
+    if _PYCACHE is not None:
+        import shutil
+
+        shutil.rmtree(_PYCACHE, ignore_errors=True)
 
 
 # What a test is expected to take when its module says nothing (``EXPECTED_S``): the

@@ -133,6 +133,9 @@ class CheckService(EmbeddedService):
     _env: dict[str, str]
 
     def _spawn(self, env: dict[str, str]) -> None:
+        # a check plays a few games and asks for no analysis of them: no analysis workers
+        # (two processes, each importing the search, for nothing)
+        env = {**env, "ARENA_ANALYSIS_WORKERS": "0"}
         self._env = env
         self._stop_gunicorn()
         command = gunicorn_command(self.host, self.port or 0, self.workers)

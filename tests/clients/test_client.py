@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from clients.api import (
     ENDPOINTS,
@@ -32,7 +31,7 @@ from clients.api import (
     View,
 )
 from service.storage.embedded import free_port
-from tests.contract import CONTRACT
+from tests.contract import CONTRACT, load_yaml
 
 EXPECTED_S = 25  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
@@ -74,7 +73,7 @@ def in_turn(a: ArenaClient, b: ArenaClient, game_id: str) -> tuple[ArenaClient, 
 
 
 def test_the_endpoint_table_is_exactly_the_contract() -> None:
-    spec = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+    spec = load_yaml((ROOT / "openapi.yaml").read_text())
     ops = {
         op["operationId"]: (method.upper(), path)
         for path, item in spec["paths"].items()

@@ -32,10 +32,10 @@ from typing import Any
 
 import pytest
 import requests
-import yaml
 
 from tests.clients.conftest import ADMIN_TOKEN
 from tests.conftest import missing
+from tests.contract import load_yaml
 
 EXPECTED_S = 30  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
@@ -237,7 +237,7 @@ def test_schemathesis_validates_every_event_of_the_stream(live_url: str) -> None
     load_all_checks()
     checks = list(CHECKS.get_all())
     game_id, token = _finished_game(live_url)
-    doc = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+    doc = load_yaml((ROOT / "openapi.yaml").read_text())
     op = _stream_operation(live_url, doc)
     # resumed from the stream's own second and fourth event ids (a game of random deals
     # may end in fewer hands than a fixed id would assume)

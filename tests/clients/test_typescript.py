@@ -32,6 +32,7 @@ from clients.runner import BotRunner
 from clients.strategies.base import RandomStrategy
 from tests.clients.conftest import first_line, kill_bots
 from tests.conftest import missing
+from tests.contract import load_yaml
 
 EXPECTED_S = 80  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
@@ -284,7 +285,7 @@ def _header(head: str, name: str) -> str | None:
 
 
 def _team_may_be_null() -> bool:
-    team = yaml.safe_load((ROOT / "openapi.yaml").read_text())["components"]["schemas"][
+    team = load_yaml((ROOT / "openapi.yaml").read_text())["components"]["schemas"][
         "ScoreItem"]["properties"]["team"]
     return "null" in json.dumps(team)
 
@@ -320,7 +321,7 @@ def test_an_answer_the_contract_does_not_allow_stops_the_typescript_bot(
 ) -> None:
     """The run-time check is real: against a contract in which a Bot must also carry a field
     the service does not send, the bot's first answer (GET /bots/me) fails loudly."""
-    spec = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+    spec = load_yaml((ROOT / "openapi.yaml").read_text())
     me = spec["paths"]["/bots/me"]["get"]["responses"]["200"]["content"]["application/json"]
     schema = me["schema"]["$ref"].rsplit("/", 1)[1]  # the schema GET /bots/me answers with
     spec["components"]["schemas"][schema]["required"].append("favourite_card")
@@ -362,7 +363,7 @@ def test_the_build_fails_when_the_contract_breaks_the_bot_or_the_source_casts(
         shutil.copytree(TS / name, copy / name, ignore=shutil.ignore_patterns("generated"))
     shutil.copytree(TS / "dist", copy / "dist")  # tsc's incremental state: a quicker build
     (copy / "node_modules").symlink_to(TS / "node_modules")
-    spec = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+    spec = load_yaml((ROOT / "openapi.yaml").read_text())
     change(spec, copy / "src")
     (tmp_path / "openapi.yaml").write_text(yaml.safe_dump(spec))
 

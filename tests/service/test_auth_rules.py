@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
+from tests.contract import load_yaml
 from tests.service.conftest import ADMIN_TOKEN
 
 UNKNOWN = {"Authorization": "Bearer not-a-token-of-anyone"}
@@ -20,7 +19,7 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 def spec(client) -> dict[str, Any]:
-    return yaml.safe_load(client.get("/openapi.yaml").get_data(as_text=True))
+    return load_yaml(client.get("/openapi.yaml").get_data(as_text=True))
 
 
 def open_operations(doc: dict[str, Any]) -> set[tuple[str, str]]:

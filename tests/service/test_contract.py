@@ -11,17 +11,16 @@ from pathlib import Path
 
 import pytest
 import requests
-import yaml
 from flask import Flask, Response
 from werkzeug.serving import make_server
 
 from service.engine import Variants, action_name, apply, legal_actions, new_game
-from tests.contract import CONTRACT, ContractViolation
+from tests.contract import CONTRACT, ContractViolation, load_yaml
 from tests.service.conftest import ADMIN_TOKEN
 from tests.service.test_errors import problem
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+SPEC = load_yaml((ROOT / "openapi.yaml").read_text())
 SCHEMAS = SPEC["components"]["schemas"]
 
 

@@ -19,6 +19,7 @@ import redis
 from service.http.app import create_app
 from service.storage.embedded import EmbeddedRedis
 from tests.conftest import REDIS_URL
+from tests.contract import load_yaml
 from tests.service.conftest import ADMIN_TOKEN, Api
 
 
@@ -299,8 +300,6 @@ def test_one_text_on_retries_in_openapi_and_bots_md():
     same thing in the same words (issue 24: three texts disagreed)."""
     from pathlib import Path
 
-    import yaml
-
     from service.http.routes import IDEMPOTENCY_TEXT
 
     root = Path(__file__).resolve().parents[2]
@@ -308,7 +307,7 @@ def test_one_text_on_retries_in_openapi_and_bots_md():
     bots = (root / "docs" / "bots.md").read_text()
     section = bots[bots.index("## Idempotency\n"):bots.index("## Card notation\n")]
     assert text in _words(section)
-    spec = yaml.safe_load((root / "openapi.yaml").read_text())
+    spec = load_yaml((root / "openapi.yaml").read_text())
     act = spec["paths"]["/games/{game_id}/actions"]["post"]
     header = next(p for p in act["parameters"] if p["name"] == "Idempotency-Key")
     assert _words(header["description"]) == text

@@ -82,6 +82,7 @@ class Service:
             "ARENA_SSE_KEEPALIVE": "2",
             "ARENA_LOBBY_IDLE_S": "8",
             "WEB_CONCURRENCY": "2",
+            "ARENA_ANALYSIS_WORKERS": "1",  # the replay page's analysis (test_analysis_page)
         }
         self.log = log
         self.house: subprocess.Popen[bytes] | None = None
