@@ -69,6 +69,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--load", type=int, default=0, help="busy-loop processes beside the suite")
     ap.add_argument("--top", type=int, default=25, help="modules listed, longest first")
+    ap.add_argument("--log", type=Path, help="write pytest's whole output here")
     ap.add_argument("pytest_args", nargs="*", help="after --: more pytest arguments")
     args = ap.parse_args()
     loads = [multiprocessing.Process(target=busy, daemon=True) for _ in range(args.load)]
@@ -89,6 +90,8 @@ def main() -> None:
         for p in loads:
             p.terminate()
     wall = time.monotonic() - began
+    if args.log:
+        args.log.write_text(done.stdout + done.stderr)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     summary = next((m.group(1) for line in reversed(done.stdout.splitlines())
                     if (m := SUMMARY.match(line))), None)
