@@ -110,7 +110,10 @@ class SearchStrategy:
     ``recent_plays`` (0: all) reads only that many of the others' latest cards, and
     ``partner_plays`` whether the partner's are read at all: each card read costs a
     heuristic decision per sampled deal tried, and a partner that is not the heuristic
-    gets most deals rejected (bench/strength.py measures what reading fewer buys).
+    gets most deals rejected. Off by default: reading only the opponents' cards leaves a
+    4-player move several times the samples and won more duplicate games against the
+    heuristic than reading every card or none (docs/benchmarks.md, bench/strength.py);
+    2-player games have no partner.
     """
 
     def __init__(
@@ -123,7 +126,7 @@ class SearchStrategy:
         infer: bool = True,
         infer_plays: bool = True,
         recent_plays: int = 0,
-        partner_plays: bool = True,
+        partner_plays: bool = False,
     ) -> None:
         if clock not in _CLOCKS:
             raise ValueError(f"clock must be one of {sorted(_CLOCKS)}, not {clock!r}")
