@@ -144,6 +144,10 @@ class Api:
     def __init__(self, base: str) -> None:
         self.base = base
         self.s = requests.Session()
+        # no proxy settings read from the environment on each request: the browser tests'
+        # bots run in threads for the whole session, and pytest sets and removes
+        # PYTEST_CURRENT_TEST meanwhile (iterating os.environ then raised KeyError in one)
+        self.s.trust_env = False
         # the test's bots are one owner's (the first bot's token): a game that names
         # several of them seats them at once (issue 23: others' bots are invited)
         self.owner_token: str | None = None
