@@ -33,7 +33,7 @@ MODE_ENV = "ARENA_TEST_REDIS"
 # schemathesis's pytest plugin, loaded here instead of by its entry point (pyproject's
 # ``-p no:schemathesis``): a plugin found by entry point has every module of its package
 # assertion-rewritten in every worker (none are cached where bytecode is not written),
-# which was half of each worker's start (issue 26). Only tests/service/test_schemathesis.py
+# a large share of each worker's start (issue 26). Only tests/service/test_schemathesis.py
 # needs it (``schemathesis.pytest.from_fixture``).
 pytest_plugins = ["schemathesis.pytest.plugin"]
 
@@ -102,7 +102,7 @@ os.environ.setdefault("ARENA_ANALYSIS_WORKERS", "0")
 def _bytecode_cache() -> str | None:
     """Where bytecode is not written (``PYTHONDONTWRITEBYTECODE``, set in some CI images
     and sandboxes), each of the hundreds of Python processes the suite starts — gunicorn
-    workers, bots, the CLI — compiles the service from source again: ~0.6 CPU-s each, and
+    workers, bots, the CLI — compiles the service from source again, and
     pytest rewrites every test module again in every worker (issue 26). The session gives
     them a bytecode cache of its own instead (``PYTHONPYCACHEPREFIX``, a temporary
     directory removed at the end), so nothing is written into the tree either way. Decided

@@ -55,7 +55,7 @@ PAGES = re.compile(r"^/(?:games|tournaments)/[^/]+/?$")
 
 def load_yaml(text: str) -> Any:
     """YAML as ``yaml.safe_load`` reads it, by libyaml where PyYAML has it: openapi.yaml is
-    ~470 KB, which the pure-Python loader takes ~1.5 CPU-s to read and libyaml ~0.3."""
+    large, and the pure-Python loader reads it several times slower than libyaml."""
     import yaml
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

@@ -463,7 +463,7 @@ the URL is `failed` until `POST /bots/me/callback/verify`. Each attempt is a del
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """No anchors/aliases (some tools mishandle them) and block style for long text.
-    libyaml's emitter where PyYAML has it: the same text, a fifth of the CPU."""
+    libyaml's emitter where PyYAML has it: the same text for much less CPU."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
