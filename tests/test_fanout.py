@@ -269,14 +269,14 @@ def test_at_the_connection_cap_a_new_connection_is_answered_503_at_once(
             assert sock.recv(4096).startswith(b"HTTP/1.1 200"), "a stream under the cap"
             streams.append(sock)
 
-        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=5)
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
         started = time.monotonic()
         conn.request("GET", f"/games/{game['id']}")
         answer = conn.getresponse()
         took = time.monotonic() - started
         body = json.loads(answer.read())
         assert answer.status == 503, (answer.status, body)
-        assert took < 2.0, took
+        assert took < 10.0, took  # answered, not held until the client gives up (30 s)
         assert answer.getheader("Retry-After") == "1"
         assert answer.getheader("Content-Type") == "application/problem+json"
         assert body["type"] == "/problems/over-capacity"
