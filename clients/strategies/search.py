@@ -48,6 +48,7 @@ from service.engine.variants import Variants
 from .base import View
 from .inference import MAX_TRIES, Evidence, Play, evidence, likelihood, play_likelihood, plays
 from .knowledge import Knowledge, bits, read_view
+from .outcome import win_chance as game_chance
 from .playout import (
     WIN_VALUE,
     Deals,
@@ -77,6 +78,10 @@ __all__ = [
 
 DEFAULT_MOVE_TIME = 0.1
 _CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+# What ``choose`` maximises: "margin", the hand's points margin plus a bonus for a game won
+# in it; "win", the chance of winning the game (``outcome.win_chance`` on the scores the
+# hand leaves), the margin only breaking ties.
+_OBJECTIVES = ("margin", "win")
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,10 @@ class SearchStrategy:
     gets most deals rejected. Off by default: reading only the opponents' cards leaves a
     4-player move several times the samples and won more duplicate games against the
     heuristic than reading every card or none (docs/benchmarks.md, bench/strength.py);
-    2-player games have no partner.
+    2-player games have no partner. ``objective`` is what a move maximises: ``"margin"``
+    (the hand's margin, plus a bonus for a game won in it) or ``"win"`` (the chance of
+    the game from the scores the hand leaves, ``outcome.win_chance``; the margin breaks
+    ties), for the strength bench to compare (``search~objective=win``).
     """
 
     def __init__(
@@ -127,9 +135,12 @@ class SearchStrategy:
         infer_plays: bool = True,
         recent_plays: int = 0,
         partner_plays: bool = False,
+        objective: str = "margin",
     ) -> None:
         if clock not in _CLOCKS:
             raise ValueError(f"clock must be one of {sorted(_CLOCKS)}, not {clock!r}")
+        if objective not in _OBJECTIVES:
+            raise ValueError(f"objective must be one of {_OBJECTIVES}, not {objective!r}")
         self.rng = random.Random(seed)
         self.move_time = move_time
         self.simulations = simulations
@@ -140,6 +151,7 @@ class SearchStrategy:
         self.infer_plays = bool(infer_plays)
         self.recent_plays = max(int(recent_plays), 0)
         self.partner_plays = bool(partner_plays)
+        self.objective = objective
         self._variants: dict[tuple, Variants] = {}
 
     def choose(self, view: View, legal: list[str]) -> str:
@@ -181,6 +193,8 @@ class SearchStrategy:
         margin = [0.0] * m
         win = [0.0] * m
         bonus = [0.0] * m
+        chance = [0.0] * m
+        by_chance = self.objective == "win"
         now = self._now
         deadline = now() + self.move_time
         n = 0
@@ -196,20 +210,27 @@ class SearchStrategy:
                 if end.phase == OVER:
                     won = end.winner == team
                     win[i] += won
+                    chance[i] += won
                     if end.hand_no == hand_no:
                         bonus[i] += WIN_VALUE if won else -WIN_VALUE
                 else:
                     win[i] += win_chance(end.scores, team, end.variants.target)
+                    if by_chance:
+                        v = end.variants
+                        chance[i] += game_chance(end.scores[team], end.scores[1 - team],
+                                                 v.target, end.players, v.game_point_value)
             n += 1
             if self.simulations is not None:
                 if n >= self.simulations:
                     break
             elif now() >= deadline:
                 break
-        return [
-            ActionValue(points[i] / n, margin[i] / n, win[i] / n, n, (margin[i] + bonus[i]) / n)
-            for i in range(m)
-        ]
+        if by_chance:
+            score = [(chance[i] + margin[i] / 100) / n for i in range(m)]
+        else:
+            score = [(margin[i] + bonus[i]) / n for i in range(m)]
+        return [ActionValue(points[i] / n, margin[i] / n, win[i] / n, n, score[i])
+                for i in range(m)]
 
     def _plays_read(self, k: Knowledge) -> list[Play]:
         """The others' cards this hand that the sampling weighs (most recent first)."""

@@ -448,6 +448,30 @@ def test_sampling_with_inference_keeps_the_deals_that_explain_a_stand():
     assert found >= 3
 
 
+def test_the_search_scores_the_hand_margin_or_the_chance_of_the_game_R22():
+    """``objective="margin"`` scores an action by the hand's margin (and a bonus for a game
+    won in it); ``"win"`` by the chance of winning the game from the scores the hand
+    leaves (1 or 0 where it reaches the target, R22), the margin only breaking ties. The
+    same samples either way: only the score differs."""
+    compared = differed = 0
+    for state in STATES[::8]:
+        view = seat_view(state, state.turn)
+        legal = list(view["legal_actions"])
+        if len(legal) < 2:
+            continue
+        by_margin = SearchStrategy(seed=5, simulations=8).values(view, legal)
+        by_win = SearchStrategy(seed=5, simulations=8, objective="win").values(view, legal)
+        for a in legal:
+            m, w = by_margin[a], by_win[a]
+            assert (w.points, w.margin, w.win, w.samples) == (m.points, m.margin, m.win, 8)
+            assert -1e-9 <= w.score - w.margin / 100 <= 1 + 1e-9
+        compared += 1
+        differed += any(by_win[a].score != by_margin[a].score for a in legal)
+    assert compared and differed
+    with pytest.raises(ValueError):
+        SearchStrategy(objective="points")
+
+
 def test_search_budget_clock_is_wall_or_thread_cpu_time():
     """Benches on a shared machine count the move budget in the deciding thread's CPU
     time; a house bot answering in time counts the wall clock; nothing else is taken."""
