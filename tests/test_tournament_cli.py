@@ -228,7 +228,8 @@ def test_tournament_against_a_running_service(tmp_path: Path, running_service) -
     result = run_tournament(
         ["--server", url, "--admin-token", token, "--bots", "random,random,heuristic",
          "--format", "swiss", "--rounds", "2", "--games", "2", "--players", "4",
-         "--variant", "target=3", "--move-limit", "30", "--quiet", "--json-out", str(out)],
+         "--variant", "target=3", "--move-limit", "30", "--time-bank", "60", "--quiet",
+         "--json-out", str(out)],
         tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -237,7 +238,7 @@ def test_tournament_against_a_running_service(tmp_path: Path, running_service) -
     check_results(doc, entrants=3, games=4)
     assert [e["name"] for e in doc["entrants"]] == ["random", "random-2", "heuristic"]
     assert doc["settings"]["format"] == "swiss" and doc["settings"]["players"] == 4
-    assert doc["settings"]["move_limit"] == 30
+    assert doc["settings"]["move_limit"] == 30 and doc["settings"]["time_bank"] == 60
     assert doc["settings"]["duplicate"] is False, "3 entrants: a deal per game by default"
     assert len(doc["byes"]) == 2
     assert doc["server"] == url

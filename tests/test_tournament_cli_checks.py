@@ -32,7 +32,8 @@ def test_refused_before_anything_starts_with_every_reason(tmp_path: Path) -> Non
                                                 "at most 32 entrants"]),
         # every field out of range at once, each under its own option
         (["--bots", "random,heuristic", "--games", "101", "--parallel", "0",
-          "--move-limit", "0.1"], ["--games 101:", "--parallel 0:", "--move-limit 0.1:"]),
+          "--move-limit", "0.1", "--time-bank", "4000"],
+         ["--games 101:", "--parallel 0:", "--move-limit 0.1:", "--time-bank 4000.0:"]),
     ]
     for args, said in cases:
         result = run_tournament([*args, "--quiet", "--data-dir", str(data)], tmp_path,

@@ -334,6 +334,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--move-limit", type=float, default=None,
                    help="the service's deadline per decision, seconds (0.5..3600); a seat "
                    "that misses it gets a default action, counted as a timeout")
+    p.add_argument("--time-bank", type=float, default=None, metavar="SECONDS",
+                   help="with --move-limit: each seat's reserve for decisions slower than "
+                   "the limit, drawn down before the clock plays a default (0..3600; "
+                   "default none)")
     p.add_argument("--parallel", type=int, default=8,
                    help="games of the tournament at once (default %(default)s)")
     p.add_argument("--workers", type=int, default=4,

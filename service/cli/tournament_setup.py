@@ -63,6 +63,7 @@ def check_duplicate(args: argparse.Namespace, entrants: int) -> None:
 # each field of the service's TournamentCreate, as this command's option
 OPTION_OF = {"entrants": "--bots", "games_per_pairing": "--games", "rounds": "--rounds",
              "players": "--players", "parallel": "--parallel", "move_limit": "--move-limit",
+             "time_bank": "--time-bank",
              "variants": "--variant", "name": "--name", "seed": "--seed",
              "duplicate": "--duplicate", "trusted": "--trusted", "format": "--format",
              "no_show": "--no-show", "max_timeouts": "--max-timeouts"}
@@ -82,6 +83,8 @@ def tournament_settings(args: argparse.Namespace, variants: dict[str, Any]) -> d
         settings["variants"] = variants
     if args.move_limit is not None:
         settings["move_limit"] = args.move_limit
+    if args.time_bank is not None:
+        settings["time_bank"] = args.time_bank
     if args.rounds is not None:
         settings["rounds"] = args.rounds
     if args.seed is not None:
