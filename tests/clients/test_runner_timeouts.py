@@ -26,11 +26,11 @@ EXPECTED_S = 45  # seconds, the whole module: the order workers take it in (test
 # The runners' own waits are 10 s (the long-poll and the act wait of `allfours bot`'s
 # defaults): a runner that missed a turn until one of them ended is charged a timeout at
 # any limit below 10 s. A short limit also charges the machine's load instead: a busy
-# 2-core box (CI's four test workers beside a gunicorn service) has stalled a process for
-# more than 0.5 s and, once, for more than 2.5 s (issue 26). So the limit is 7 s: a turn
-# missed until the runner's current wait ends goes over it whenever that wait had more
-# than 7 s left (about three missed turns in ten), and the defect missed turns in most
-# games, so 48 games still charge it many times; only a stall of 7 s charges load.
+# 2-core box (CI's four test workers beside a gunicorn service) stalls a process for
+# seconds now and then (issue 26). So the limit is 7 s: a turn missed until the runner's
+# current wait ends goes over it whenever that wait had more than 7 s left, and the
+# defect missed turns in most games, so 48 games still charge it many times; only a
+# stall of 7 s charges load.
 MOVE_LIMIT = 7.0
 FINISH_TIMEOUT = 240.0
 

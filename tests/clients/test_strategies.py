@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import textwrap
+from collections.abc import Iterator
 
 import pytest
 
@@ -360,14 +361,19 @@ def test_search_values_depend_on_the_view_only():
     assert checked >= 20
 
 
-def test_search_values_every_legal_action_and_chooses_the_best():
-    """``values`` answers every legal action with means over the stated samples, within
-    their bounds; ``choose`` is its argmax by score; the same seed gives the same values."""
+def choices() -> Iterator[tuple[dict, list[str]]]:
+    """Views of every eighth sample position with a real choice, and their legal actions."""
     for state in STATES[::8]:
         view = seat_view(state, state.turn)
         legal = list(view["legal_actions"])
-        if len(legal) < 2:
-            continue
+        if len(legal) >= 2:
+            yield view, legal
+
+
+def test_search_values_every_legal_action_and_chooses_the_best():
+    """``values`` answers every legal action with means over the stated samples, within
+    their bounds; ``choose`` is its argmax by score; the same seed gives the same values."""
+    for view, legal in choices():
         vals = SearchStrategy(seed=5, simulations=8).values(view, legal)
         assert list(vals) == legal
         for v in vals.values():
@@ -454,11 +460,7 @@ def test_the_search_scores_the_hand_margin_or_the_chance_of_the_game_R22():
     leaves (1 or 0 where it reaches the target, R22), the margin only breaking ties. The
     same samples either way: only the score differs."""
     compared = differed = 0
-    for state in STATES[::8]:
-        view = seat_view(state, state.turn)
-        legal = list(view["legal_actions"])
-        if len(legal) < 2:
-            continue
+    for view, legal in choices():
         by_margin = SearchStrategy(seed=5, simulations=8).values(view, legal)
         by_win = SearchStrategy(seed=5, simulations=8, objective="win").values(view, legal)
         for a in legal:
