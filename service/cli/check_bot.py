@@ -334,6 +334,12 @@ class CheckRun:
         return out
 
 
+# gunicorn workers of a check's own service: one serves a single bot's games and the
+# injected faults alike (gevent: a worker holds many requests at once), and each worker
+# more is another second of CPU importing the app at every start and restart.
+CHECK_WORKERS = 1
+
+
 class Check(CheckRun):
     """One run of check-bot: the service, the proxy, the bot's process, the games."""
 
@@ -341,7 +347,7 @@ class Check(CheckRun):
     docs_link = staticmethod(docs_link)
 
     def __init__(self, command: list[str] | str, only: set[str] | None = None,
-                 quiet: bool = False, workers: int = 2) -> None:
+                 quiet: bool = False, workers: int = CHECK_WORKERS) -> None:
         self.command = command
         self.only = only
         self.quiet = quiet

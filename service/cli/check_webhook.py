@@ -57,6 +57,7 @@ from service.arena.callbacks import (
     sign,
 )
 from service.cli.check_bot import (
+    CHECK_WORKERS,
     HOUSE_RULES,
     CheckError,
     CheckRun,
@@ -158,7 +159,7 @@ class WebhookCheck(CheckRun):
     docs_link = staticmethod(docs_link)
 
     def __init__(self, url: str, command: list[str] | str, only: set[str] | None = None,
-                 quiet: bool = False, workers: int = 2) -> None:
+                 quiet: bool = False, workers: int = CHECK_WORKERS) -> None:
         self.url = url
         split = urlsplit(url)
         if split.scheme != "http" or not split.hostname or not split.port:
