@@ -170,23 +170,14 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
     return ours - theirs + bonus
 
 
-def play_hand(s: State, rng: random.Random, epsilon: float, blind: bool = False) -> State:
-    """``s`` played to the end of its hand (scored, the next not dealt) or of the game.
-
-    ``blind``: every seat's cards come from ``rollout_card`` playing on what that seat
-    could know (its hand and the cards gone), not on the sampled deal's other hands.
-    """
+def play_hand(s: State, rng: random.Random, epsilon: float) -> State:
+    """``s`` played to the end of its hand (scored, the next not dealt) or of the game."""
     hand_no = s.hand_no
-    stock = -1
     while s.phase != OVER and s.hand_no == hand_no:
         if s.phase == PLAY:
             if hand_done(s):
                 break
-            if blind and stock < 0:
-                stock = 0
-                for c in s.stock:
-                    stock |= 1 << c
-            s, _ = apply(s, rollout_card(s, rng, epsilon, stock), None, False)
+            s, _ = apply(s, rollout_card(s, rng, epsilon), None, False)
         else:  # a decision before play, or again after a redeal (R11)
             s, _ = apply(s, rollout_decision(s))
     return s
@@ -228,29 +219,18 @@ def _beaten_by(c: int, hand: int, trump: int) -> bool:
     return suit != trump and bool(hand & SUIT_MASK[trump])
 
 
-def rollout_card(s: State, rng: random.Random, epsilon: float, stock: int = -1) -> int:
+def rollout_card(s: State, rng: random.Random, epsilon: float) -> int:
     """A quick, decent card for the seat in turn, playing the sampled deal open-handed.
 
     Within one sampled deal every hand is known, so "is this card safe?" is a few mask
     tests: cash or feed the jack and tens when nobody left can beat them, win what is
     worth winning cheaply, draw trumps with the top trump, otherwise throw the cheapest
     card; now and then (``epsilon``) any legal card.
-
-    With ``stock`` (the stock's cards as a mask, not -1) the seat plays blind instead:
-    every card it cannot see — the other hands and the stock alike — might be an
-    opponent's, as for a real player, whose card play the open-handed tests would
-    otherwise credit with a sight of every hand.
     """
     trump = s.trump
     hands = s.hands
     seat = s.turn
     hand = hands[seat]
-    unseen = -1
-    if stock >= 0:
-        unseen = stock
-        for o in range(s.players):
-            if o != seat:
-                unseen |= hands[o]
     cards = cards_of(legal_play_mask(hand, s.trick, trump, s.variants))
     if len(cards) == 1:
         return cards[0]
@@ -262,12 +242,9 @@ def rollout_card(s: State, rng: random.Random, epsilon: float, stock: int = -1) 
     jack = trump * 13 + JACK
     if not trick:
         opp = 0
-        if unseen >= 0:
-            opp = unseen
-        else:
-            for o in range(n):
-                if (o ^ seat) & 1:
-                    opp |= hands[o]
+        for o in range(n):
+            if (o ^ seat) & 1:
+                opp |= hands[o]
         trumps = [c for c in cards if c // 13 == trump]
         if trumps:
             top = trumps[-1]
@@ -286,9 +263,6 @@ def rollout_card(s: State, rng: random.Random, epsilon: float, stock: int = -1) 
     for k in range(len(trick) + 1, n):
         other = (s.leader + k) % n
         if (other ^ seat) & 1:
-            if unseen >= 0:
-                later = unseen
-                break
             later |= hands[other]
     if n == 4 and len(trick) - i == 2:  # partner is winning
         if not _beaten_by(best, later, trump):

@@ -82,9 +82,6 @@ _CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 # in it; "win", the chance of winning the game (``outcome.win_chance`` on the scores the
 # hand leaves), the margin only breaking ties.
 _OBJECTIVES = ("margin", "win")
-# How the sampled deals are played out: "open", every seat's card chosen with a sight of
-# the whole sampled deal; "blind", from what that seat could know (``playout.rollout_card``).
-_ROLLOUTS = ("open", "blind")
 
 
 @dataclass(frozen=True)
@@ -124,10 +121,7 @@ class SearchStrategy:
     2-player games have no partner. ``objective`` is what a move maximises: ``"margin"``
     (the hand's margin, plus a bonus for a game won in it) or ``"win"`` (the chance of
     the game from the scores the hand leaves, ``outcome.win_chance``; the margin breaks
-    ties), for the strength bench to compare (``search~objective=win``). ``rollouts``
-    is how the sampled deals are played out: ``"open"``, each seat's card chosen with a
-    sight of the whole deal, or ``"blind"``, from what that seat could know — as real
-    players do, so a rollout does not credit the others with every hand's sight.
+    ties), for the strength bench to compare (``search~objective=win``).
     """
 
     def __init__(
@@ -142,14 +136,11 @@ class SearchStrategy:
         recent_plays: int = 0,
         partner_plays: bool = False,
         objective: str = "margin",
-        rollouts: str = "open",
     ) -> None:
         if clock not in _CLOCKS:
             raise ValueError(f"clock must be one of {sorted(_CLOCKS)}, not {clock!r}")
         if objective not in _OBJECTIVES:
             raise ValueError(f"objective must be one of {_OBJECTIVES}, not {objective!r}")
-        if rollouts not in _ROLLOUTS:
-            raise ValueError(f"rollouts must be one of {_ROLLOUTS}, not {rollouts!r}")
         self.rng = random.Random(seed)
         self.move_time = move_time
         self.simulations = simulations
@@ -161,7 +152,6 @@ class SearchStrategy:
         self.recent_plays = max(int(recent_plays), 0)
         self.partner_plays = bool(partner_plays)
         self.objective = objective
-        self.rollouts = rollouts
         self._variants: dict[tuple, Variants] = {}
 
     def choose(self, view: View, legal: list[str]) -> str:
@@ -205,7 +195,6 @@ class SearchStrategy:
         bonus = [0.0] * m
         chance = [0.0] * m
         by_chance = self.objective == "win"
-        blind = self.rollouts == "blind"
         now = self._now
         deadline = now() + self.move_time
         n = 0
@@ -214,7 +203,7 @@ class SearchStrategy:
             for i, a in enumerate(actions):
                 s, _ = apply(state, a, None, False)
                 hand_no = s.hand_no
-                end = play_hand(s, self.rng, self.epsilon, blind)
+                end = play_hand(s, self.rng, self.epsilon)
                 ours, theirs = hand_points(end, hand_no, team)
                 points[i] += ours
                 margin[i] += ours - theirs
