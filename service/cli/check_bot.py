@@ -336,7 +336,7 @@ class CheckRun:
 
 # gunicorn workers of a check's own service: one serves a single bot's games and the
 # injected faults alike (gevent: a worker holds many requests at once), and each worker
-# more is another second of CPU importing the app at every start and restart.
+# more imports the whole app again at every start and restart.
 CHECK_WORKERS = 1
 
 
