@@ -42,10 +42,9 @@ def test_a_local_cluster_serves_every_slot_and_survives_a_master_crash(tmp_path:
             for i in range(60):
                 client.set(f"k{{{i}}}", i)
             victim = c.masters()[0]
-            # wait until the victim's replica has its writes (replication is asynchronous)
-            direct = redis.Redis(port=victim)
-            assert direct.wait(1, 5000) == 1
-            direct.close()
+            # wait until the victim's replica has its writes (replication is
+            # asynchronous; WAIT counts only the writes sent on its own connection: none)
+            wait_for(lambda: replicated(victim), 30, "the replica to catch up")
             c.kill(victim)
             assert c.wait_ok(60)
             assert victim not in c.masters() and len(c.masters()) == 3
@@ -59,6 +58,17 @@ def test_a_local_cluster_serves_every_slot_and_survives_a_master_crash(tmp_path:
         pids = [n.process.pid for n in c.nodes if n.process]
     assert not any(alive(p) for p in pids)
     assert (tmp_path / "c").is_dir()  # a given directory is kept
+
+
+def replicated(port: int) -> bool:
+    """Whether the master at ``port`` has a replica that has acknowledged every write."""
+    direct = redis.Redis(port=port)
+    try:
+        info = direct.info("replication")
+    finally:
+        direct.close()
+    replica = info.get("slave0")
+    return isinstance(replica, dict) and int(replica["offset"]) >= int(info["master_repl_offset"])
 
 
 def _cluster_up(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[bytes], Path, Path]:
