@@ -34,7 +34,6 @@ import argparse
 import contextlib
 import logging
 import os
-import secrets
 import signal
 import sys
 import threading
@@ -44,7 +43,7 @@ from typing import Any
 from service.arena.owners import HOUSE_OWNER, Owners
 from service.arena.problems import Problem
 from service.logs import use_json
-from service.storage.bots import token_hash
+from service.storage.bots import new_token, token_hash
 from service.storage.store import Store
 
 STRATEGIES = ("random", "heuristic", "search")
@@ -90,7 +89,7 @@ def ensure_accounts(store: Store) -> dict[tuple[str, str], tuple[str, str]]:
             # so accounts made before owners existed join it too): the house accepts
             # challenges within a per-challenger limit (service.arena.invitations)
             Owners(store).add_bot(HOUSE_OWNER, bot_id)
-            token = secrets.token_urlsafe(32)
+            token = new_token()
             old = store.r.hget(key, f"{field}:token")
             # one MULTI on a single Redis; in a cluster (three slots) the same three steps
             # in this order: a crash between them leaves at worst a token nobody holds

@@ -174,3 +174,20 @@ def test_stopping_a_tournament_needs_the_admin_token_and_withdrawing_the_entrant
     r = api.c.post(url, headers=api.auth(ta))
     assert r.status_code == 200
     assert {e["bot_id"]: e["status"] for e in r.json["entrants"]}[a] == "withdrawn"
+
+
+def test_a_token_never_reads_as_a_command_line_option(redis_client, key_prefix):
+    """Bot tokens start with ``af_``: a bare ``token_urlsafe`` begins with "-" once in 64,
+    and ``allfours bot --token -x...`` then stopped at argparse ("expected one argument"),
+    as did every starter's command line built the same way."""
+    from service.cli.main import build_parser
+    from service.storage.store import Store
+
+    store = Store(redis_client, key_prefix)
+    tokens = [store.create_bot(f"b{i}")[1] for i in range(200)]
+    assert all(t.startswith("af_") and len(t) > 40 for t in tokens)
+    assert len(set(tokens)) == len(tokens)
+    parser = build_parser()
+    for token in tokens:
+        args = parser.parse_args(["bot", "--token", token, "--server", "http://x"])
+        assert args.token == token
