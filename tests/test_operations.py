@@ -306,10 +306,18 @@ def test_one_json_line_per_request_and_no_secret_in_any_line(service) -> None:
 # --- graceful shutdown ---------------------------------------------------------------------
 
 
+def stopping(r: requests.Response) -> bool:
+    """The documented answer of a worker that is shutting down to a request it was sent
+    after its SIGTERM (a 503 the client retries elsewhere or later): not an error."""
+    return (r.status_code == 503
+            and r.headers.get("Content-Type", "").startswith("application/problem+json")
+            and r.json().get("type") == "/problems/shutting-down")
+
+
 class Bot:
     """One bot playing its seats of one game with ``?wait``, recording every action the
     service acknowledged (200) with the version it was decided on, until told to stop or
-    a request fails (the service went away)."""
+    a request fails (the service went away, or said it is going: ``stopping``)."""
 
     def __init__(self, base: str, game_id: str, token: str, seed: int) -> None:
         self.base, self.game_id, self.token = base, game_id, token
@@ -330,6 +338,8 @@ class Bot:
                 if not view["your_turn"]:
                     r = self.session.get(f"{self.base}/games/{self.game_id}/turn",
                                          params={"timeout": 20}, timeout=30)
+                    if stopping(r):
+                        return
                     if r.status_code != 200:
                         self.errors.append(f"turn {r.status_code} {r.text[:200]}")
                         return
@@ -343,6 +353,8 @@ class Bot:
                 if r.status_code == 200:
                     self.acked.append((view["version"], action))
                     view = r.json()
+                elif stopping(r):
+                    return
                 elif r.status_code >= 500:
                     self.errors.append(f"act {r.status_code} {r.text[:200]}")
                     return
