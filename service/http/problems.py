@@ -98,8 +98,8 @@ def register_error_handlers(app: Flask) -> None:
 
     @app.errorhandler(Exception)
     def _internal(exc: Exception) -> Response:
-        if isinstance(exc, (RedisError, RedisClusterException)):  # e.g. a slot not covered
-                                                                   # while a replica is promoted
+        if isinstance(exc, (RedisError, RedisClusterException)) or _failing_over(exc):
+            # e.g. a slot not covered while a replica is promoted
             log.warning("redis error: %s", exc)
             REDIS_ERRORS.labels("request").inc()
             return problem_response(
@@ -107,3 +107,13 @@ def register_error_handlers(app: Flask) -> None:
             )
         log.exception("unhandled error")
         return problem_response(Problem("internal"))
+
+
+def _failing_over(exc: BaseException) -> bool:
+    """A ``RuntimeError`` the cluster client raised while it handled a lost node: its
+    node table is a dict that one thread rebuilds while another iterates it ("dictionary
+    keys changed during iteration", a known race in redis-py's and valkey-py's cluster
+    clients under OS threads; gevent's greenlets do not switch inside it). The request
+    met a failover, not a defect of its own: a 503 to retry, like the error it handled."""
+    return (isinstance(exc, RuntimeError) and "during iteration" in str(exc)
+            and isinstance(exc.__context__, (RedisError, RedisClusterException)))

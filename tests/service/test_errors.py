@@ -189,6 +189,31 @@ def test_redis_down_is_503_and_recovers(key_prefix, redis_client):
     assert c.get("/games").status_code == 200
 
 
+def test_the_cluster_clients_node_table_race_in_a_failover_is_a_503(key_prefix, redis_client):
+    """redis-py's cluster client, handling a lost node, can trip over its own node table
+    rebuilt by another thread ("dictionary keys changed during iteration", seen in the
+    threaded failover test): that request met a failover, so 503 and Retry-After like the
+    connection error it was handling; a RuntimeError of any other origin stays a 500."""
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix})
+    c = app.test_client()
+    r = app.extensions["arena"].store.r
+
+    def race(*_args, **_kwargs):
+        try:
+            raise redis.ConnectionError("Error 111 connecting to 127.0.0.1:1.")
+        except redis.ConnectionError:
+            raise RuntimeError("dictionary keys changed during iteration")  # noqa: B904
+
+    r.execute_command = race
+    resp = c.get("/games")
+    problem(resp, 503, "service-unavailable")
+    assert resp.headers["Retry-After"]
+
+    from service.http.problems import _failing_over
+
+    assert not _failing_over(RuntimeError("dictionary keys changed during iteration"))
+
+
 def test_a_pattern_matches_the_whole_string_not_up_to_a_final_newline(client):
     """JSON Schema's ``^…$`` ends at the string's end; Python's ``$`` would also match
     before a final newline, so ``"alice\\n"`` must be refused as the contract says."""
