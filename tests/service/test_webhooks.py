@@ -414,6 +414,7 @@ def test_a_failing_webhook_bot_gets_the_default_action_and_sees_why(service, nam
 
         def two_failures() -> bool:
             return len(seen.messages("turn")) >= 2 and \
+                any(m.get("last_failure") for m in seen.messages("turn")[1:]) and \
                 len([t for t in service.record(gid)["timeouts"] if t["seat"] == 0]) >= 1
 
         service.play_by_pull(gid, pull_token, until=two_failures, seconds=60)
@@ -438,10 +439,13 @@ def test_a_failing_webhook_bot_gets_the_default_action_and_sees_why(service, nam
         assert record["status"] == 500
     if name == "redirects":
         assert record["status"] == 307
-    # the next turn request in the game carries the failure
-    second = seen.messages("turn")[1]
-    assert second["last_failure"]["version"] == first["version"]
-    assert second["last_failure"]["outcome"] == outcome
+    # a later turn request in the game carries the failure: the next one, unless it was
+    # sent before the failure was written (a stalled call ends 0.15 s before the deadline,
+    # and a loaded server may write it after the deadline's default action was sent on)
+    later = [m["last_failure"] for m in seen.messages("turn")[1:] if m.get("last_failure")]
+    assert later, seen.messages("turn")
+    assert later[0]["version"] >= first["version"]
+    assert later[0]["outcome"] == outcome
     # ... and so does the bot's own view of the game (its seat's only)
     mine = service.call("GET", f"/games/{gid}", hook_token)
     assert mine["callback_failure"]["outcome"] == outcome
