@@ -160,8 +160,8 @@ def main() -> None:
             workers = analysis_workers(svc.pid)
             assert workers, "no analysis worker under the service"
             pause(workers, signal.SIGSTOP)
-            for gid in finished:  # queued now, computed only while the workers run
-                request(port, "GET", f"/games/{gid}/analysis")
+            for gid in finished:  # a player asks: queued now, computed while the workers run
+                request(port, "GET", f"/games/{gid}/analysis", None, four[0][1])
             without: list[float] = []
             with_: list[float] = []
             busy = [0, 0]

@@ -28,6 +28,7 @@ KINDS: dict[str, tuple[int, str]] = {
     "forbidden": (403, "Only the admin token may do that"),
     "embargoed": (403, "This deal is still being played at another table"),
     "forbidden-entrant": (403, "Only the entrant itself may do that"),
+    "not-a-player": (403, "Only a bot that played this game may ask for that"),
     "tournament-over": (409, "The tournament is over"),
     "suspended": (403, "The operator has suspended this bot or its owner"),
     "owner-admission": (403, "This service admits no new owner this way"),

@@ -27,11 +27,16 @@ ANALYSIS_DOC = (
     "as the game is kept. Until it is ready the answer is 202 with the progress (`done` of "
     "`total` decisions), `Retry-After` and `Location` (this URL): ask again then; once "
     "ready, 200 with the analysis, the same for everyone, with an `ETag` "
-    "(`If-None-Match` gets 304). Who may ask: anyone who may read the game's complete "
-    "record (no token needed): the game must be over (409 `game-not-over` while it is "
-    "live, since the analysis shows every hand), and a game of a duplicate deal only once "
-    "every table of the deal has finished (403 `embargoed`, as the record's hands are). "
-    "An analysis that failed is 503 with `Retry-After` (it is queued again then).")
+    "(`If-None-Match` gets 304). Who may ask: the first request, the one that queues it, "
+    "needs the token of a bot that played the game (403 `not-a-player` for anyone else: "
+    "an analysis costs the service seconds of CPU, so strangers cannot queue every "
+    "public game), unless the operator has every game of a tournament (`analyse`) or "
+    "ladder analysed; once asked, anyone who may read the game's complete record (no "
+    "token needed) reads its progress and result. The game must be over (409 "
+    "`game-not-over` while it is live, since the analysis shows every hand), and a game "
+    "of a duplicate deal only once every table of the deal has finished (403 "
+    "`embargoed`, as the record's hands are). An analysis that failed is 503 with "
+    "`Retry-After` (it is queued again then).")
 
 
 def analyses() -> Analyses:
@@ -72,6 +77,11 @@ def get_analysis(game_id: str, bot_id: str | None) -> Response:
         raise Problem("embargoed", EMBARGOED)
     store = analyses()
     found = store.state(game_id)
+    if found is None and (bot_id is None or bot_id not in game.seats):
+        raise Problem("not-a-player", "nobody has asked for this game's analysis: a bot "
+                      "that played it may, with its token (or the operator has every game "
+                      "of a tournament or ladder analysed); once it is asked for, anyone "
+                      "may read it here")
     if found is None or found.get("status") != DONE:
         store.ask(game_id)
         found = store.state(game_id) or {"status": "queued"}

@@ -57,17 +57,40 @@ def test_a_live_game_is_refused_and_an_unknown_one_is_404(api: Any, app: Any) ->
     assert r.status_code == 404 and r.json["type"] == "/problems/not-found"
 
 
+def test_only_a_bot_that_played_the_game_may_queue_its_analysis(api: Any, app: Any,
+                                                                 redis_client: Any) -> None:
+    """An analysis costs seconds of CPU and is stored with the game: a stranger (no token,
+    or another bot's) cannot queue one, so nobody can queue every public game; the refusal
+    changes nothing. A bot that played asks; from then on anyone reads it."""
+    gid, tokens = short_game(api, 5)
+    q = queue(app)
+    _, stranger = api.bot("stranger")
+    for headers in ({}, api.auth(stranger)):
+        r = api.c.get(f"/games/{gid}/analysis", headers=headers)
+        assert r.status_code == 403, r.json
+        assert r.json["type"] == "/problems/not-a-player"
+        assert "token" in r.json["detail"]
+        assert q.state(gid) is None
+        assert redis_client.xlen(q.stream) == 0  # nothing queued
+    r = api.c.get(f"/games/{gid}/analysis", headers=api.auth(tokens[1]))
+    assert r.status_code == 202 and r.json["status"] == "queued"
+    for headers in ({}, api.auth(stranger)):
+        r = api.c.get(f"/games/{gid}/analysis", headers=headers)
+        assert r.status_code == 202 and r.json["status"] == "queued", r.json
+    assert redis_client.xlen(q.stream) == 1
+
+
 def test_asked_once_computed_once_served_with_an_etag(api: Any, app: Any,
                                                       redis_client: Any) -> None:
     gid, tokens = short_game(api, 7)
     q = queue(app)
-    first = api.c.get(f"/games/{gid}/analysis")  # anyone may ask: the record is public
+    first = api.c.get(f"/games/{gid}/analysis", headers=api.auth(tokens[0]))  # a player asks
     assert first.status_code == 202, first.json
     assert first.json["status"] == "queued" and first.json["game_id"] == gid
     assert first.headers["Location"] == f"/games/{gid}/analysis"
     assert int(first.headers["Retry-After"]) > 0
-    again = api.c.get(f"/games/{gid}/analysis", headers=api.auth(tokens[1]))
-    assert again.status_code == 202
+    again = api.c.get(f"/games/{gid}/analysis")  # once asked, anyone reads the progress
+    assert again.status_code == 202 and again.json["status"] == "queued"
     assert redis_client.xlen(q.stream) == 1  # asked twice, queued once
 
     worker = Worker(q, quality="fast", name="w-test")

@@ -45,15 +45,22 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
 
 def new_page(browser: Any, service: Any, viewport: dict[str, int]) -> Any:
     """A fresh browser tab of ``viewport`` size on the service, in a context of its own
-    (``pg.context``). Page errors and console errors (but the 409 and 422 answers the
-    pages handle) are gathered in ``pg.problems``, for the test to fail on at its end."""
+    (``pg.context``). Page errors and console errors (but the answers the pages handle:
+    409, 422, and the replay page's 403 ``not-a-player`` for a game nobody has asked to
+    analyse) are gathered in ``pg.problems``, for the test to fail on at its end."""
     context = browser.new_context(viewport=viewport, base_url=service.base)
     pg = context.new_page()
     pg.set_default_timeout(20_000)
     problems: list[str] = []
+
+    def handled(m: Any) -> bool:
+        if "409" in m.text or "422" in m.text:
+            return True
+        return "403" in m.text and m.location.get("url", "").endswith("/analysis")
+
     pg.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
-          if m.type == "error" and "409" not in m.text and "422" not in m.text else None)
+          if m.type == "error" and not handled(m) else None)
     pg.problems = problems
     return pg
 
