@@ -148,6 +148,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # What a test is expected to take when its module says nothing (``EXPECTED_S``): the
 # modules that do not are the quick ones (every module over ~25 s states its time).
 DEFAULT_TEST_S = 0.5
+# Directories whose modules run on one worker together (see pytest_collection_modifyitems).
+SHARED_GROUPS = ("tests/web",)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -159,6 +161,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     own hook, which reads the marks (``tryfirst``). A module of a few long tests says
     ``SPREAD_OVER_WORKERS = True``: its tests go to any worker (each worker that takes one
     starts the module's service once), so that the longest module does not bound the run.
+
+    The browser tests (``tests/web``) are one group: each worker that ran one of them
+    would start its own browser and its own web service (two gunicorn workers and an
+    analysis worker), the suite's costliest session fixtures.
 
     The longest work goes first: workers take groups in collection order
     (``--no-loadscope-reorder``), so the groups are sorted by the time they are expected
@@ -173,16 +179,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         per_module[path] = per_module.get(path, 0) + 1
     weight: dict[str, float] = {}
     group_of: dict[str, str] = {}
+    shared: dict[str, float] = {}  # a shared group's weight: the sum of its modules'
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         expected = getattr(item.module, "EXPECTED_S", None)
-        if getattr(item.module, "SPREAD_OVER_WORKERS", False):
+        module_weight = expected if expected else DEFAULT_TEST_S * per_module[path]
+        together = next((g for g in SHARED_GROUPS if path.startswith(g + "/")), None)
+        if together is not None:
+            group = together
+            item.add_marker(pytest.mark.xdist_group(group))
+            shared.setdefault(path, module_weight)
+            weight[group] = sum(w for m, w in shared.items() if m.startswith(group + "/"))
+        elif getattr(item.module, "SPREAD_OVER_WORKERS", False):
             group = item.nodeid
             weight[group] = (expected / per_module[path]) if expected else DEFAULT_TEST_S
         else:
             group = path
             item.add_marker(pytest.mark.xdist_group(path))
-            weight[group] = expected if expected else DEFAULT_TEST_S * per_module[path]
+            weight[group] = module_weight
         group_of[item.nodeid] = group
     first_seen = {g: i for i, g in reversed(list(enumerate(group_of[it.nodeid] for it in items)))}
     items.sort(key=lambda it: (-weight[group_of[it.nodeid]], first_seen[group_of[it.nodeid]]))
