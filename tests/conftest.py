@@ -179,7 +179,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         per_module[path] = per_module.get(path, 0) + 1
     weight: dict[str, float] = {}
     group_of: dict[str, str] = {}
-    shared: dict[str, float] = {}  # a shared group's weight: the sum of its modules'
+    counted: set[str] = set()  # the modules already added to their shared group's weight
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         expected = getattr(item.module, "EXPECTED_S", None)
@@ -188,8 +188,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if together is not None:
             group = together
             item.add_marker(pytest.mark.xdist_group(group))
-            shared.setdefault(path, module_weight)
-            weight[group] = sum(w for m, w in shared.items() if m.startswith(group + "/"))
+            if path not in counted:  # a shared group weighs the sum of its modules
+                counted.add(path)
+                weight[group] = weight.get(group, 0.0) + module_weight
         elif getattr(item.module, "SPREAD_OVER_WORKERS", False):
             group = item.nodeid
             weight[group] = (expected / per_module[path]) if expected else DEFAULT_TEST_S
