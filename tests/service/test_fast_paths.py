@@ -59,21 +59,26 @@ def test_act_wait_answers_on_the_next_turn(api):
     rng = random.Random(3)
     first, v = mid_trick(api, game_id, tokens, rng)
     answers: dict[str, object] = {}
+    action = rng.choice(v["legal_actions"])  # drawn here: the thread shares no rng
 
     def act_and_wait():
         r = api.c.post(f"/games/{game_id}/actions", query_string={"wait": 10},
-                       json={"action": rng.choice(v["legal_actions"]), "version": v["version"]},
+                       json={"action": action, "version": v["version"]},
                        headers=api.auth(tokens[first]))
         answers["view"] = r.json
         answers["at"] = time.monotonic()
 
     th = threading.Thread(target=act_and_wait)
     th.start()
-    # the others play until it is `first`'s turn again
+    # the others play until it is `first`'s turn again; the turn is first's until its own
+    # action lands, and a loaded machine may start the thread late, so a view counts only
+    # once the version has moved past it
     moved_at = None
-    for _ in range(20):
+    for _ in range(400):
         time.sleep(0.05)
         s = api.view(game_id).json
+        if s["version"] <= v["version"]:
+            continue
         if s["status"] == "finished" or s["turn"] == first:
             break
         w = api.view(game_id, tokens[s["turn"]]).json
