@@ -18,6 +18,7 @@ import pytest
 
 from service.analysis import analyse
 from service.arena.analyses import Analyses, Worker
+from service.http.app import create_app
 from tests.conftest import REDIS_URL
 from tests.service.test_tournament_cancel_embargo import FAST, play_out
 from tests.service.test_tournaments import ADMIN, register
@@ -78,6 +79,28 @@ def test_only_a_bot_that_played_the_game_may_queue_its_analysis(api: Any, app: A
         r = api.c.get(f"/games/{gid}/analysis", headers=headers)
         assert r.status_code == 202 and r.json["status"] == "queued", r.json
     assert redis_client.xlen(q.stream) == 1
+
+
+def test_a_strangers_refused_asks_count_against_its_rate_limit(api: Any, key_prefix: str,
+                                                                 redis_client: Any) -> None:
+    """A refused ask is a request like any other: a stranger that keeps asking for others'
+    analyses is limited by its own budget (per bot, or per address without a token), and
+    neither the 403s nor the 429 queue anything."""
+    gid, _tokens = short_game(api, 4)
+    _, stranger = api.bot("stranger")
+    limited = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                          "ARENA_RATE_LIMIT": 3, "ARENA_RATE_WINDOW": 60,
+                          "ARENA_OWNERS_PER_NETWORK": 0, "TESTING": True})
+    c = limited.test_client()
+    q = queue(limited)
+    for headers in (api.auth(stranger), {}):
+        answers = [c.get(f"/games/{gid}/analysis", headers=headers) for _ in range(4)]
+        assert [r.status_code for r in answers] == [403, 403, 403, 429], \
+            [r.json for r in answers]
+        last = answers[-1]
+        assert last.json["type"] == "/problems/rate-limited"
+        assert 1 <= int(last.headers["Retry-After"]) <= 60
+        assert q.state(gid) is None and redis_client.xlen(q.stream) == 0
 
 
 def test_asked_once_computed_once_served_with_an_etag(api: Any, app: Any,
