@@ -1,16 +1,16 @@
 """Consent to play: a bot is seated only in games it chose.
 
 **Who may be seated at once.** ``POST /games`` seats the creator's own bots (bots of the
-creator's owner, ``service.arena.owners``) at once. The house bots accept at once too,
-up to ``ARENA_HOUSE_GAMES_PER_CHALLENGER`` games per hour per challenging owner (then
-429). Every other bot named in ``seats`` gets an **invitation** (a challenge, as on
-Lichess): its seats are held for it (``invited`` in the game's summary; nobody else may
-join them), the game stays ``waiting`` until every invited bot has accepted, and a decline
-or an expiry cancels the game: it becomes ``finished`` with no winner and ``cancelled`` =
-``declined`` or ``expired`` (so it leaves the waiting index through the ordinary commit,
-like a tournament's voided game, and ends as any finished game does). Joining an open
-seat (``POST /games/{id}/seats/{seat}``) is consent already, and so is joining a seat held
-for you.
+creator's owner, ``service.arena.owners``) at once. The house bots accept at once too, up
+to ``ARENA_HOUSE_GAMES_PER_CHALLENGER`` games per hour per challenging owner (then 429; a
+ladder's validation games count too, ``arena.validation``). Every other bot named in
+``seats`` gets an **invitation** (a challenge, as on Lichess): its seats are held for it
+(``invited`` in the game's summary; nobody else may join them), the game stays ``waiting``
+until every invited bot has accepted, and a decline or an expiry cancels the game: it
+becomes ``finished`` with no winner and ``cancelled`` = ``declined`` or ``expired`` (so it
+leaves the waiting index through the ordinary commit, like a tournament's voided game, and
+ends as any finished game does). Joining an open seat (``POST /games/{id}/seats/{seat}``)
+is consent already, and so is joining a seat held for you.
 
 **Policy** (bot hash field ``policy``, JSON, ``PUT /bots/me/policy``): ``anyone``
 (default: invitations are delivered and the bot decides), ``nobody`` (a game naming the
@@ -183,12 +183,14 @@ class Invitations:
                                   "waiting for its answer; try later",
                                   headers={"Retry-After": str(int(self.ttl))})
         if house and self.house_limit:
-            self._count_house_game(mine)
+            self.count_house_game(mine)
         fill = [b if (b is None or b == creator or b in at_once) else None for b in seats]
         invited = [b if b in invite else None for b in seats]
         return fill, invited
 
-    def _count_house_game(self, owner: str) -> None:
+    def count_house_game(self, owner: str) -> None:
+        """One more house game for ``owner`` this hour (a game it creates with house bots
+        in it, or a validation game, ``arena.validation``); 429 past the limit."""
         slot = int(time.time()) // HOUSE_WINDOW_S
         key = f"{self.p}house-games:{owner}:{slot}"
         pipe = self.r.pipeline(transaction=self._tx)

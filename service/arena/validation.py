@@ -117,9 +117,15 @@ class Validation:
     def validated(self, bot: str) -> bool:
         return self.store.r.hget(self.store.keys.bot(bot), "validated") is not None
 
-    def start(self, lad: Ladder, bot: str) -> str | None:
+    def start(self, lad: Ladder, bot: str, charge: bool = True) -> str | None:
         """A new validation game of ``bot`` on ``lad``'s rules: its id, or None when the
-        bot needs none (validated, validation off, or no house bot playing here)."""
+        bot needs none (validated, validation off, or no house bot playing here).
+
+        With ``charge`` (a join) the game is one of the house games its owner may have
+        an hour (``ARENA_HOUSE_GAMES_PER_CHALLENGER``): past them the join is refused
+        (429) before anything is written, so failing and joining again cannot keep the
+        house busy. The new game after one that ended before the bot had a decision is
+        not the bot's doing, and is not charged."""
         if not self.on or self.validated(bot):
             return None
         try:
@@ -130,6 +136,9 @@ class Validation:
         assert opp is not None
         if opp == bot:
             return None  # a house account itself
+        arena = self.ladders.arena
+        if charge and arena.invitations.house_limit:
+            arena.invitations.count_house_game(arena.owners.owner_of(bot))
         seats = [bot, opp] if lad.players == 2 else [bot, opp, bot, opp]
         for _ in range(100):  # a first kick can end a game at once (R22): not a test
             seed = secrets.randbelow(MAX_SEED + 1)
@@ -208,7 +217,7 @@ class Validation:
             game = ended or game
         if outcome == "passed":  # for good, whatever the entry says now
             self.store.r.hset(self.store.keys.bot(bot), "validated", game.id)
-        again = self.start(lad.ladder(name), bot) if outcome == "again" else None
+        again = self.start(lad.ladder(name), bot, charge=False) if outcome == "again" else None
         now = time.time()
 
         def decide(tx: Tx) -> str | None:

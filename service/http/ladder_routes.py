@@ -52,7 +52,10 @@ def get_ladder(name: str) -> Response:
     "bot. The service seats you in ordinary games with a move limit (find them with "
     "`GET /bots/me/turns`, or `game_id` here); ratings are OpenSkill as in tournaments, "
     "updated once per finished game. Timeouts in one game reaching the ladder's limit "
-    "(3 by default) pause you, with the reason in `reason`. " + RULE,
+    "(3 by default) pause you, with the reason in `reason`. A first entry plays a "
+    "validation game against the house first, one of the house games your owner may have "
+    "an hour (`ARENA_HOUSE_GAMES_PER_CHALLENGER`; past them, 429 and nothing changes). "
+    + RULE,
     tags=("ladders",), body=sl.LadderJoin, body_required=False, response=sl.LadderEntry,
     auth="required", errors=(404,), path_params={"name": LADDER},
     example={"games": 10},
