@@ -114,3 +114,38 @@ def test_the_bot_page_shows_its_average_loss_by_decision_kind(browser, service, 
         assert not pg.problems, pg.problems
     finally:
         pg.context.close()
+
+
+def test_a_game_nobody_asked_about_says_who_may_ask(browser, service) -> None:
+    """The replay of a finished game that no player has asked to analyse tells its
+    visitor why there is none (a player's token queues it), in the panel's live region
+    (read out by screen readers); nothing is queued by the visit."""
+    api = Api(service.base)
+    made = [api.bot(n) for n in ("Soca", "Parang")]
+    players = [RandomBot(service.base, t, seed=30 + i) for i, (_, t) in enumerate(made)]
+    for p in players:
+        p.start()
+    try:
+        game = api.post("/games", {"players": 2, "seats": [b for b, _ in made],
+                                   "variants": {"target": 3}, "seed": 4}, made[0][1])
+        gid = game["id"]
+        wait_until(lambda: api.get(f"/games/{gid}")["status"] == "finished", 120,
+                   "the game to finish", every=0.3)
+    finally:
+        for p in players:
+            p.stop()
+    refused = api.call("GET", f"/games/{gid}/analysis")
+    assert refused.status_code == 403, refused.text
+    pg = new_page(browser, service, DESKTOP)
+    try:
+        pg.goto(f"/games/{gid}/replay")
+        pg.locator("#analysis[data-state=unavailable]").wait_for(timeout=60_000)
+        assert pg.inner_text("#an-status") == refused.json()["detail"]
+        assert "token" in pg.inner_text("#an-status")
+        assert pg.get_attribute("#an-status", "aria-live") == "polite"  # read out, too
+        bad = axe_violations(pg)
+        assert not bad, "\n".join(json.dumps(v) for v in bad)
+        assert not pg.problems, pg.problems
+    finally:
+        pg.context.close()
+    assert api.call("GET", f"/games/{gid}/analysis").status_code == 403  # still nobody's
