@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from service.engine.actions import BEG, GIVE_ONE, RUN_PACK, STAND
 from service.engine.cards import GAME_POINTS, JACK, SUIT_MASK, cards_of
-from service.engine.game import apply, hand_done
+from service.engine.game import apply, hand_done, play_in_place
 from service.engine.play import legal_play_mask, winning_index
 from service.engine.state import GIVE_ONE_OR_RUN, OVER, PLAY, STAND_OR_BEG, State
 
@@ -171,15 +171,23 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
 
 
 def play_hand(s: State, rng: random.Random, epsilon: float) -> State:
-    """``s`` played to the end of its hand (scored, the next not dealt) or of the game."""
+    """``s`` played to the end of its hand (scored, the next not dealt) or of the game.
+
+    ``s`` itself is not changed: the cards are played into one copy of it
+    (``play_in_place``), not a copy a card with its events as ``apply`` makes."""
     hand_no = s.hand_no
+    own = False  # whether ``s`` is this function's own copy yet
     while s.phase != OVER and s.hand_no == hand_no:
         if s.phase == PLAY:
             if hand_done(s):
                 break
-            s, _ = apply(s, rollout_card(s, rng, epsilon), None, False)
+            if not own:
+                s = s.clone()
+                own = True
+            play_in_place(s, rollout_card(s, rng, epsilon))
         else:  # a decision before play, or again after a redeal (R11)
             s, _ = apply(s, rollout_decision(s))
+            own = True
     return s
 
 

@@ -434,12 +434,28 @@ def hand_done(state: State) -> bool:
     return state.phase == PLAY and not state.trick and state.hands[state.turn] == 0
 
 
-def _play_card(s: State, c: Card, events: list[Event], deal_next: bool = True) -> None:
+def play_in_place(s: State, c: Card) -> None:
+    """Play ``c`` for the seat in turn into ``s`` itself: no copy, no events, no legality
+    check, and no next deal after the hand's last card (it is scored, as with
+    ``apply(..., deal_next=False)``).
+
+    For simulations only — the search bot's rollouts (clients/strategies/playout.py)
+    choose legal cards themselves and read only the hand's end; skipping the copy and
+    the events a card makes most of their cost. ``s`` must be a state nobody else holds
+    (a ``clone``): a step replaces the lists it changes, so the state it was cloned
+    from stays as it was.
+    """
+    _play_card(s, c, None, False)
+    s.ply += 1
+
+
+def _play_card(s: State, c: Card, events: list[Event] | None, deal_next: bool = True) -> None:
     seat = s.turn
     hands = s.hands = s.hands.copy()
     hands[seat] ^= _BIT[c]
     trick = s.trick = [*s.trick, c]
-    events.append({"type": "card_played", "seat": seat, "card": CARD_NAMES[c]})
+    if events is not None:
+        events.append({"type": "card_played", "seat": seat, "card": CARD_NAMES[c]})
     n = s.players
     if len(trick) < n:
         s.turn = (seat + 1) % n
@@ -447,24 +463,26 @@ def _play_card(s: State, c: Card, events: list[Event], deal_next: bool = True) -
     leader = s.leader
     winner = (leader + winning_index(trick, s.trump)) % n
     s.tricks = [*s.tricks, [leader, trick, winner]]
-    events.append(
-        {
-            "type": "trick_won",
-            "trick": len(s.tricks),
-            "leader": leader,
-            "cards": [CARD_NAMES[x] for x in trick],
-            "winner": winner,
-            "team": winner & 1,
-        }
-    )
+    if events is not None:
+        events.append(
+            {
+                "type": "trick_won",
+                "trick": len(s.tricks),
+                "leader": leader,
+                "cards": [CARD_NAMES[x] for x in trick],
+                "winner": winner,
+                "team": winner & 1,
+            }
+        )
     s.trick = []
     s.leader = s.turn = winner
     if hands[winner] == 0:  # every hand is empty: the hand is over
-        if scoring.score_hand(s, events, award):
+        said: list[Event] = [] if events is None else events
+        if scoring.score_hand(s, said, award):
             return
-        events.append({"type": "hand_over", "hand": s.hand_no + 1, "scores": list(s.scores)})
+        said.append({"type": "hand_over", "hand": s.hand_no + 1, "scores": list(s.scores)})
         if deal_next:
-            start_hand(s, events)
+            start_hand(s, said)
 
 
 __all__ = [
@@ -479,6 +497,7 @@ __all__ = [
     "kick_points",
     "legal_actions",
     "new_game",
+    "play_in_place",
     "shuffled_deck",
     "start_hand",
 ]

@@ -226,3 +226,29 @@ def test_R16_R22_a_hand_scored_without_dealing_the_next_scores_the_same():
                 ended += dealt.phase == OVER
             state = dealt
     assert checked > 100 and ended > 10
+
+
+def test_R16_R22_a_card_played_in_place_is_the_same_step_as_apply_without_the_next_deal():
+    """``play_in_place`` (the search's rollouts) is ``apply(..., deal_next=False)`` for a
+    card without the copy and the events: the same trick winners (R16), score items and
+    end of the game (R17–R22) at every card, and the state it was cloned from unchanged."""
+    from service.engine import OVER, PLAY, legal_actions
+    from service.engine.game import hand_done, new_game, play_in_place
+
+    cards = ended = 0
+    for seed in range(30):
+        state, _ = new_game(4 if seed % 2 else 2, seed)
+        while state.phase != OVER:
+            action = legal_actions(state)[seed % len(legal_actions(state))]
+            if state.phase == PLAY:
+                before = state.to_dict()
+                quiet, _ = apply(state, action, None, False)
+                mine = state.clone()
+                play_in_place(mine, action)
+                assert mine.to_dict() == quiet.to_dict()
+                assert state.to_dict() == before  # the original is untouched
+                assert hand_done(mine) == hand_done(quiet)
+                cards += 1
+                ended += mine.phase == OVER
+            state, _ = apply(state, action)
+    assert cards > 1000 and ended > 10
