@@ -121,9 +121,7 @@ class SearchStrategy:
     2-player games have no partner. ``objective`` is what a move maximises: ``"margin"``
     (the hand's margin, plus a bonus for a game won in it) or ``"win"`` (the chance of
     the game from the scores the hand leaves, ``outcome.win_chance``; the margin breaks
-    ties), for the strength bench to compare (``search~objective=win``). ``prune``
-    stops playing out an action once it is clearly worse than the best so far
-    (``_pruned``), in ``choose`` only.
+    ties), for the strength bench to compare (``search~objective=win``).
     """
 
     def __init__(
@@ -138,7 +136,6 @@ class SearchStrategy:
         recent_plays: int = 0,
         partner_plays: bool = False,
         objective: str = "margin",
-        prune: bool = False,
     ) -> None:
         if clock not in _CLOCKS:
             raise ValueError(f"clock must be one of {sorted(_CLOCKS)}, not {clock!r}")
@@ -155,14 +152,13 @@ class SearchStrategy:
         self.recent_plays = max(int(recent_plays), 0)
         self.partner_plays = bool(partner_plays)
         self.objective = objective
-        self.prune = bool(prune)
         self._variants: dict[tuple, Variants] = {}
 
     def choose(self, view: View, legal: list[str]) -> str:
         """The legal action of highest ``score`` in ``values`` (the first of equals)."""
         if len(legal) == 1:
             return legal[0]
-        vals = self._values(view, legal, self.prune)
+        vals = self.values(view, legal)
         return max(legal, key=lambda a: vals[a].score)
 
     def values(self, view: View, legal: list[str]) -> dict[str, ActionValue]:
@@ -170,35 +166,23 @@ class SearchStrategy:
 
         All actions are valued on the same sampled deals, so their differences carry
         little of the deal's luck. With ``simulations`` set the answer is reproducible
-        for a given ``seed`` (and the view). Nothing is pruned: the analysis shows every
-        alternative's value, each on the whole budget.
+        for a given ``seed`` (and the view).
         """
-        return self._values(view, legal, False)
-
-    def _values(self, view: View, legal: list[str], prune: bool) -> dict[str, ActionValue]:
         k = read_view(view)
         if view.get("decision") != PLAY:
             actions = [parse_action(a) for a in legal]
         else:
             actions = [parse_card(a) for a in legal]
-        stats = self.evaluate_all(k, view, actions, prune)
+        stats = self.evaluate_all(k, view, actions)
         return dict(zip(legal, stats))
 
     def evaluate(self, k: Knowledge, view: View, cards: list[int]) -> dict[int, float]:
         """Mean rollout value (``score``) of each action over sampled deals."""
         return {c: v.score for c, v in zip(cards, self.evaluate_all(k, view, cards))}
 
-    def evaluate_all(
-        self, k: Knowledge, view: View, actions: list[int], prune: bool = False
-    ) -> list[ActionValue]:
+    def evaluate_all(self, k: Knowledge, view: View, actions: list[int]) -> list[ActionValue]:
         """Each action (a card, or a decision before play) valued over the same sampled
-        deals, within the budget.
-
-        With ``prune``, an action whose paired deficit to the leader is clearly more than
-        noise (``_pruned``) stops being played out, so the budget goes to the actions
-        still in contention, and sampling stops once one is left: its value is then the
-        mean over fewer deals than the others', which is why the analysis does not prune.
-        """
+        deals, within the budget."""
         template = seen_state(k, view, self._variants_of(view))
         deals = prepare(k)
         ev = evidence(k, view) if self.infer else []
@@ -214,58 +198,38 @@ class SearchStrategy:
         now = self._now
         deadline = now() + self.move_time
         n = 0
-        live = list(range(m))
-        seen = [0] * m  # deals each action was played out on
-        per_deal: list[list[float]] = [[] for _ in range(m)]  # score a deal, when pruning
-        check = PRUNE_FIRST
         while True:
             state = sample(k, template, deals, self.rng, ev, ps)
-            for i in live:
-                a = actions[i]
+            for i, a in enumerate(actions):
                 s, _ = apply(state, a, None, False)
                 hand_no = s.hand_no
                 end = play_hand(s, self.rng, self.epsilon)
                 ours, theirs = hand_points(end, hand_no, team)
                 points[i] += ours
                 margin[i] += ours - theirs
-                got = 0.0  # this deal's chance or bonus
                 if end.phase == OVER:
                     won = end.winner == team
                     win[i] += won
-                    got = won if by_chance else 0.0
-                    if end.hand_no == hand_no and not by_chance:
-                        got = WIN_VALUE if won else -WIN_VALUE
+                    chance[i] += won
+                    if end.hand_no == hand_no:
+                        bonus[i] += WIN_VALUE if won else -WIN_VALUE
                 else:
                     win[i] += win_chance(end.scores, team, end.variants.target)
                     if by_chance:
                         v = end.variants
-                        got = game_chance(end.scores[team], end.scores[1 - team],
-                                          v.target, end.players, v.game_point_value)
-                if by_chance:
-                    chance[i] += got
-                else:
-                    bonus[i] += got
-                seen[i] += 1
-                if prune:
-                    per_deal[i].append(got + (ours - theirs) / 100 if by_chance
-                                       else got + ours - theirs)
+                        chance[i] += game_chance(end.scores[team], end.scores[1 - team],
+                                                 v.target, end.players, v.game_point_value)
             n += 1
-            if prune and n == check:
-                live = _pruned(live, per_deal)
-                check *= 2
             if self.simulations is not None:
                 if n >= self.simulations:
                     break
             elif now() >= deadline:
                 break
-            if len(live) == 1:
-                break
         if by_chance:
-            score = [(chance[i] + margin[i] / 100) / seen[i] for i in range(m)]
+            score = [(chance[i] + margin[i] / 100) / n for i in range(m)]
         else:
-            score = [(margin[i] + bonus[i]) / seen[i] for i in range(m)]
-        return [ActionValue(points[i] / seen[i], margin[i] / seen[i], win[i] / seen[i],
-                            seen[i], score[i])
+            score = [(margin[i] + bonus[i]) / n for i in range(m)]
+        return [ActionValue(points[i] / n, margin[i] / n, win[i] / n, n, score[i])
                 for i in range(m)]
 
     def _plays_read(self, k: Knowledge) -> list[Play]:
@@ -284,39 +248,6 @@ class SearchStrategy:
         if v is None:
             v = self._variants[key] = Variants.from_dict(raw)
         return v
-
-
-# --- spending the budget on the actions still in contention -----------------------------
-
-# Pruning (``SearchStrategy(prune=True)``): the live actions are compared after
-# PRUNE_FIRST deals and again each time the count doubles (successive halving's
-# schedule, so the checks cost little beside the rollouts); an action is dropped when
-# its paired deficit to the leader is more than PRUNE_Z standard errors. Every action
-# has been played out on every deal so far, so the comparison is paired: the luck of
-# the deal cancels as it does in the means.
-PRUNE_FIRST = 16
-PRUNE_Z = 2.5
-
-
-def _pruned(live: list[int], per_deal: list[list[float]]) -> list[int]:
-    """The actions of ``live`` not clearly worse than the best of them so far."""
-    if len(live) < 2:
-        return live
-    n = len(per_deal[live[0]])
-    leader = max(live, key=lambda i: sum(per_deal[i]))
-    best = per_deal[leader]
-    kept = []
-    for i in live:
-        if i == leader:
-            kept.append(i)
-            continue
-        row = per_deal[i]
-        diffs = [b - x for b, x in zip(best, row)]
-        mean = sum(diffs) / n
-        var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
-        if mean <= 0 or mean * mean * n <= PRUNE_Z * PRUNE_Z * var:
-            kept.append(i)
-    return kept
 
 
 # --- the game beyond this hand ----------------------------------------------------------

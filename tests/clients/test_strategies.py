@@ -22,7 +22,6 @@ from clients.strategies.inference import evidence, likelihood, play_likelihood, 
 from clients.strategies.knowledge import Knowledge, bits, mask, read_view
 from clients.strategies.search import (
     _matching_deal,
-    _pruned,
     determinize,
     prepare,
     rollout_decision,
@@ -384,41 +383,6 @@ def test_search_values_every_legal_action_and_chooses_the_best():
         best = max(legal, key=lambda a: vals[a].score)
         assert SearchStrategy(seed=5, simulations=8).choose(view, legal) == best
         assert SearchStrategy(seed=5, simulations=8).values(view, legal) == vals
-
-
-def test_pruning_drops_only_an_action_clearly_behind_the_leader():
-    """``_pruned`` compares each action with the leader deal by deal: a steady deficit is
-    dropped, an equal or noisy one kept, and the leader always stays."""
-    rng = random.Random(4)
-    luck = [rng.gauss(0, 3) for _ in range(64)]  # each deal's luck, shared by every action
-    best = [x + 1.0 for x in luck]
-    behind = [x + rng.gauss(0, 0.3) for x in luck]  # 1 point worse on every deal
-    tied = [x + 1.0 + rng.gauss(0, 0.3) for x in luck]
-    noisy = [x + 0.8 + rng.gauss(0, 2) for x in luck]  # a little worse, far noisier
-    assert _pruned([0, 1, 2, 3], [best, behind, tied, noisy]) == [0, 2, 3]
-    assert _pruned([1], [best, behind]) == [1]
-
-
-def test_pruned_search_chooses_as_the_full_search_where_the_best_is_clear():
-    """With ``prune`` the budget goes to the actions in contention: one clearly behind is
-    played out on fewer deals, ``values`` (the analysis's) never prunes, and the move is
-    still the full search's where its best leads by more than a quarter of a point."""
-    pruned_somewhere = False
-    agreed = 0
-    for view, legal in choices():
-        full = SearchStrategy(seed=3, simulations=64).values(view, legal)
-        st = SearchStrategy(seed=3, simulations=64, prune=True)
-        part = st._values(view, legal, True)
-        assert list(part) == legal and all(1 <= v.samples <= 64 for v in part.values())
-        assert SearchStrategy(seed=3, simulations=64, prune=True).values(view, legal) == full
-        ranked = sorted(legal, key=lambda a: full[a].score, reverse=True)
-        if part[ranked[-1]].samples < 64:
-            pruned_somewhere = True
-        if full[ranked[0]].score - full[ranked[1]].score > 0.25:
-            assert SearchStrategy(seed=3, simulations=64, prune=True).choose(view, legal) \
-                == ranked[0]
-            agreed += 1
-    assert pruned_somewhere and agreed >= 3
 
 
 def heuristic_positions(games: int, players: int, seed: int) -> list:
