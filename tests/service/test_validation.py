@@ -176,23 +176,28 @@ def test_a_bot_that_times_out_mid_game_is_not_admitted(api, app, house_token):
         assert e["state"] == "waiting"
 
 
+def house_api(key_prefix: str, **config) -> Api:
+    """An app of its own (``config`` on top of the fixture's), with the house up."""
+    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
+                      "ARENA_RATE_LIMIT": 0, "TESTING": True, "ARENA_LADDERS": QUICK,
+                      "ARENA_OWNERS_PER_NETWORK": 0, **config})
+    store = app.extensions["arena"].store
+    house.ensure_accounts(store)
+    house.beat(store)
+    return Api(app.test_client(), one_owner=False)
+
+
 def test_validation_games_are_house_games_of_the_owners_hourly_allowance(key_prefix):
     """Each join that starts a validation game is one of the house games its owner may
     have an hour (ARENA_HOUSE_GAMES_PER_CHALLENGER): leaving and joining again cannot keep
     the house playing; past the allowance the join is refused (429) and changes nothing."""
-    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
-                      "ARENA_RATE_LIMIT": 0, "TESTING": True, "ARENA_LADDERS": QUICK,
-                      "ARENA_OWNERS_PER_NETWORK": 0, "ARENA_HOUSE_GAMES_PER_CHALLENGER": 2})
-    store = app.extensions["arena"].store
-    house.ensure_accounts(store)
-    house.beat(store)
-    api = Api(app.test_client(), one_owner=False)
+    api = house_api(key_prefix, ARENA_HOUSE_GAMES_PER_CHALLENGER=2)
     _, token = api.bot("restless")
     games = {join(api, token)["validation_game"]}
     assert api.c.delete("/ladders/quick/entry", headers=api.auth(token)).status_code == 200
     games.add(join(api, token, "quad")["validation_game"])  # another ladder: counted too
     assert None not in games and len(games) == 2
-    assert api.c.delete("/ladders/quick/entry", headers=api.auth(token)).status_code == 200
+    assert api.c.delete("/ladders/quad/entry", headers=api.auth(token)).status_code == 200
     before = entry(api, token)
     listed = api.c.get("/games").json["items"]
     r = api.c.post("/ladders/quick/entry", json={}, headers=api.auth(token))
@@ -209,12 +214,6 @@ def test_no_house_bots_no_validation(api, app):
 
 
 def test_validation_can_be_turned_off(key_prefix, client):
-    app = create_app({"REDIS_URL": REDIS_URL, "ARENA_KEY_PREFIX": key_prefix,
-                      "ARENA_RATE_LIMIT": 0, "TESTING": True, "ARENA_LADDERS": QUICK,
-                      "ARENA_OWNERS_PER_NETWORK": 0, "ARENA_LADDER_VALIDATION": 0})
-    store = app.extensions["arena"].store
-    house.ensure_accounts(store)
-    house.beat(store)
-    api = Api(app.test_client(), one_owner=False)
+    api = house_api(key_prefix, ARENA_LADDER_VALIDATION=0)
     _, token = api.bot("trusted")
     assert join(api, token)["state"] == "waiting"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -21,22 +22,38 @@ EXPECTED_S = 45  # seconds, the whole module: the order workers take it in (test
 SIZES = {"desktop": DESKTOP, "phone": PHONE}
 
 
+@contextmanager
+def playing(service: Any, made: list[tuple[str, str]], seed: int) -> Iterator[None]:
+    """The bots ``made`` (id, token) playing at random while the block runs."""
+    players = [RandomBot(service.base, t, seed=seed + i) for i, (_, t) in enumerate(made)]
+    for p in players:
+        p.start()
+    try:
+        yield
+    finally:
+        for p in players:
+            p.stop()
+
+
+def finished(api: Api, made: list[tuple[str, str]], seed: int) -> str:
+    """A 2-player game to 3 points of the bots ``made``, played to its end: its id."""
+    game = api.post("/games", {"players": 2, "seats": [b for b, _ in made],
+                               "variants": {"target": 3}, "seed": seed}, made[0][1])
+    gid = game["id"]
+    wait_until(lambda: api.get(f"/games/{gid}")["status"] == "finished", 120,
+               "the game to finish", every=0.3)
+    return gid
+
+
 @pytest.fixture(scope="module")
 def analysed(service) -> Iterator[dict[str, Any]]:
     """A finished 2-player game to 3 points, analysed, with some decisions (a game may
     end on a kick before anyone decides anything: then the next seed)."""
     api = Api(service.base)
     made = [api.bot(n) for n in ("Calypso", "Chutney")]
-    players = [RandomBot(service.base, t, seed=10 + i) for i, (_, t) in enumerate(made)]
-    for p in players:
-        p.start()
-    try:
+    with playing(service, made, 10):
         for seed in range(1, 20):
-            game = api.post("/games", {"players": 2, "seats": [b for b, _ in made],
-                                       "variants": {"target": 3}, "seed": seed}, made[0][1])
-            gid = game["id"]
-            wait_until(lambda gid=gid: api.get(f"/games/{gid}")["status"] == "finished",
-                       120, "the game to finish", every=0.3)
+            gid = finished(api, made, seed)
             first = api.call("GET", f"/games/{gid}/analysis", token=made[0][1])  # a player asks
             assert first.status_code in (200, 202), first.text
             # the service's own worker computes it (generous: the machine is shared)
@@ -48,9 +65,6 @@ def analysed(service) -> Iterator[dict[str, Any]]:
                 break
         else:
             raise AssertionError("no game with six decisions")
-    finally:
-        for p in players:
-            p.stop()
     # the bots' averages are added right after the result is stored
     wait_until(lambda: api.get(f"/bots/{made[0][0]}/analysis")["games"] >= 1, 30,
                "the bot's averages")
@@ -122,18 +136,8 @@ def test_a_game_nobody_asked_about_says_who_may_ask(browser, service) -> None:
     (read out by screen readers); nothing is queued by the visit."""
     api = Api(service.base)
     made = [api.bot(n) for n in ("Soca", "Parang")]
-    players = [RandomBot(service.base, t, seed=30 + i) for i, (_, t) in enumerate(made)]
-    for p in players:
-        p.start()
-    try:
-        game = api.post("/games", {"players": 2, "seats": [b for b, _ in made],
-                                   "variants": {"target": 3}, "seed": 4}, made[0][1])
-        gid = game["id"]
-        wait_until(lambda: api.get(f"/games/{gid}")["status"] == "finished", 120,
-                   "the game to finish", every=0.3)
-    finally:
-        for p in players:
-            p.stop()
+    with playing(service, made, 30):
+        gid = finished(api, made, 4)
     refused = api.call("GET", f"/games/{gid}/analysis")
     assert refused.status_code == 403, refused.text
     pg = new_page(browser, service, DESKTOP)
