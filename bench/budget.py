@@ -50,9 +50,9 @@ def searcher(budget: str, seed: int) -> SearchStrategy:
 
 
 def budget_game(game: int, reference: int, names: list[str], seed: int,
-                players: int) -> dict[str, list[tuple]]:
-    """Per budget, (kind, loss) for each decision of team 0 in one heuristic game, and
-    the samples each time budget got (kind ``"samples"``, not a decision)."""
+                players: int) -> dict[str, dict[str, list]]:
+    """For one heuristic game: ``losses``, per budget the (kind, loss) of each decision of
+    team 0, and ``samples``, per budget the samples behind each choice."""
     driver = get_strategy("heuristic")
     state, _ = new_game(players, seed * 1_000_003 + game)
     out: dict[str, list[tuple]] = {b: [] for b in names}

@@ -423,13 +423,13 @@ class Ladders:
         """Queue ``bot`` (idempotent: joining again updates the game count and resumes a
         paused bot; a bot in a game stays in it)."""
         lad = self.ladder(name)
-        self.store.bots_played([bot])  # entered: kept for ever (service.storage.store)
         now = time.time()
         raw = self.r.hget(self.k_entries(name), bot)
         was = json.loads(raw) if raw else {}
         check = None  # a first entry plays a validation game first (arena.validation)
         if was.get("state") in (None, OFF, NOT_ADMITTED) and not was.get("busy"):
-            check = self.validation.start(lad, bot)
+            check = self.validation.start(lad, bot)  # may refuse the join (429): first
+        self.store.bots_played([bot])  # entered: kept for ever (service.storage.store)
 
         def decide(tx: Tx) -> None:
             raw = tx.hget(self.k_entries(name), bot)

@@ -440,8 +440,8 @@ def play_in_place(s: State, c: Card) -> None:
     ``apply(..., deal_next=False)``).
 
     For simulations only — the search bot's rollouts (clients/strategies/playout.py)
-    choose legal cards themselves and read only the hand's end; skipping the copy and
-    the events a card makes most of their cost. ``s`` must be a state nobody else holds
+    choose legal cards themselves and read only the hand's end, so the copy and the
+    events of every card are work for nothing there. ``s`` must be a state nobody else holds
     (a ``clone``): a step replaces the lists it changes, so the state it was cloned
     from stays as it was.
     """

@@ -205,6 +205,12 @@ def test_validation_games_are_house_games_of_the_owners_hourly_allowance(key_pre
     assert "house" in r.json["detail"] and int(r.headers["Retry-After"]) >= 1
     assert entry(api, token) == before and before["state"] == "off"
     assert api.c.get("/games").json["items"] == listed  # no game made
+    # a new bot of the same owner: refused too, and its account not made permanent
+    sibling, sibling_token = api.bot("sibling", owner=token)
+    r = api.c.post("/ladders/quick/entry", json={}, headers=api.auth(sibling_token))
+    assert r.status_code == 429, r.json
+    store = api.c.application.extensions["arena"].store
+    assert store.r.ttl(store.keys.bot(sibling)) > 0  # still expires, as an unused bot does
 
 
 def test_no_house_bots_no_validation(api, app):
