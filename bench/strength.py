@@ -76,11 +76,12 @@ def margin_interval(pairs: list[list[GameResult]], z: float = Z95) -> tuple[floa
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, object]]:
-    """``name~key=value,key=value`` -> (name, options); values are read as numbers where
-    they are numbers."""
+    """``name~key=value~key=value`` (or ``,`` between options where the spec is not in a
+    list of pairings) -> (name, options); values are read as numbers where they are
+    numbers."""
     name, _, opts = spec.partition("~")
     options: dict[str, object] = {}
-    for part in filter(None, opts.split(",")):
+    for part in filter(None, opts.replace("~", ",").split(",")):
         key, _, raw = part.partition("=")
         value: object = raw
         for cast in (int, float):

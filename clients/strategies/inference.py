@@ -25,14 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from service.engine.cards import cards_of
-from service.engine.play import legal_play_mask
 from service.engine.state import BEGGED, GAVE_ONE, STOOD
 from service.engine.variants import Variants
 
 from . import heuristic
 from .base import View
 from .knowledge import Knowledge, revealed_voids
+from .playout import heuristic_choice
 
 # Chance of keeping a sampled deal the model says contradicts a decision: small for the
 # opponents (the heuristic decides exactly by these rules), larger for a partner, which
@@ -117,6 +116,7 @@ class Play:
     k: Knowledge
     later: int  # the cards ``seat`` played after this one, this hand
     miss: float
+    gone: int = 0  # the cards ``seat`` had seen leave play then (played, kicked)
 
 
 def plays(k: Knowledge) -> list[Play]:
@@ -155,7 +155,9 @@ def plays(k: Knowledge) -> list[Play]:
                     ),
                 )
                 miss = PLAY_MISS_PARTNER if seat == k.partner else PLAY_MISS_OPPONENT
-                out.append(Play(seat, c, kp, later[seat] & ~(1 << c), miss))
+                out.append(
+                    Play(seat, c, kp, later[seat] & ~(1 << c), miss, kp.played | kp.kicked)
+                )
             played_so_far |= 1 << c
             j += 1
         if t < len(k.tricks):
@@ -168,15 +170,17 @@ def play_likelihood(
     ps: list[Play], hands: list[int], trump: int, variants: Variants, floor: float
 ) -> float:
     """How well a sampled deal explains the cards played: ``miss`` for each card the
-    heuristic would not have played. Stops once below ``floor`` (the caller rejects)."""
+    heuristic would not have played (a forced card says nothing). Stops once below
+    ``floor`` (the caller rejects). The heuristic's card is decided on masks
+    (``playout.heuristic_choice``, the same card as ``heuristic.choose_card``): this runs
+    for every play read in every deal tried."""
     w = 1.0
     for p in ps:
         hand = hands[p.seat] | p.later | (1 << p.card)
-        legal = cards_of(legal_play_mask(hand, p.k.trick, trump, variants))
-        if len(legal) < 2:
-            continue
-        p.k.hand = hand
-        if heuristic.choose_card(p.k, legal) != p.card:
+        k = p.k
+        chosen = heuristic_choice(hand, k.trick, k.leader, p.seat, k.players, trump, variants,
+                                  p.gone, k.hand_sizes, k.forbidden)
+        if chosen != p.card:
             w *= p.miss
             if w < floor:
                 return w

@@ -14,10 +14,11 @@ import random
 from typing import Any, Final
 
 from service.engine.actions import BEG, GIVE_ONE, RUN_PACK, STAND
-from service.engine.cards import GAME_POINTS, JACK, SUIT_MASK, cards_of
+from service.engine.cards import ALL_CARDS, GAME_POINTS, JACK, SUIT_MASK, cards_of
 from service.engine.game import apply, hand_done, play_in_place
 from service.engine.play import legal_play_mask, winning_index
 from service.engine.state import GIVE_ONE_OR_RUN, OVER, PLAY, STAND_OR_BEG, State
+from service.engine.variants import Variants
 
 from . import heuristic
 
@@ -170,13 +171,17 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
     return ours - theirs + bonus
 
 
-def play_hand(s: State, rng: random.Random, epsilon: float) -> State:
+def play_hand(s: State, rng: random.Random, epsilon: float, model: int = 0) -> State:
     """``s`` played to the end of its hand (scored, the next not dealt) or of the game.
 
+    Each seat plays ``rollout_card`` (open-handed), except the seats in ``model`` (a bit
+    per seat), which play the heuristic's card (``heuristic_card``) on what they could know.
     ``s`` itself is not changed: the cards are played into one copy of it
     (``play_in_place``), not a copy a card with its events as ``apply`` makes."""
     hand_no = s.hand_no
     own = False  # whether ``s`` is this function's own copy yet
+    forbidden: list[int] = []
+    kicked = 0
     while s.phase != OVER and s.hand_no == hand_no:
         if s.phase == PLAY:
             if hand_done(s):
@@ -184,10 +189,27 @@ def play_hand(s: State, rng: random.Random, epsilon: float) -> State:
             if not own:
                 s = s.clone()
                 own = True
-            play_in_place(s, rollout_card(s, rng, epsilon))
+            if model:
+                if not forbidden:
+                    forbidden = shown_voids(s)
+                    for k in s.kicks:
+                        kicked |= 1 << k
+                seat = s.turn
+                if model >> seat & 1:
+                    c = heuristic_card(s, forbidden, kicked)
+                else:
+                    c = rollout_card(s, rng, epsilon)
+                v = s.variants
+                shown_void(forbidden, s.trick, seat, c, s.trump, v.under_trumping,
+                           v.void_may_discard)
+            else:
+                c = rollout_card(s, rng, epsilon)
+            play_in_place(s, c)
         else:  # a decision before play, or again after a redeal (R11)
             s, _ = apply(s, rollout_decision(s))
             own = True
+            forbidden = []
+            kicked = 0
     return s
 
 
@@ -299,3 +321,235 @@ def rollout_card(s: State, rng: random.Random, epsilon: float) -> int:
     if plain:
         return min(plain, key=cost.__getitem__)
     return min(cards, key=cost.__getitem__)
+
+
+# --- the heuristic's card play, on the rollout's masks -------------------------------------
+
+
+def shown_void(
+    forbidden: list[int], trick: list[int], seat: int, c: int, trump: int, under_trumping: bool,
+    may_discard: bool,
+) -> None:
+    """What ``seat`` playing ``c`` to ``trick`` (the cards before it) proves it does not
+    hold, added to ``forbidden[seat]``: ``knowledge.revealed_voids``, one card at a time
+    (R14, R15 and their variants)."""
+    if not trick:
+        return
+    led = trick[0] // 13
+    suit = c // 13
+    trumps = SUIT_MASK[trump]
+    if led == trump:
+        if suit != trump:
+            forbidden[seat] |= trumps
+        return
+    top = -1
+    for x in trick:
+        if x // 13 == trump and x > top:
+            top = x
+    if suit == trump:
+        if not under_trumping and top > c:
+            forbidden[seat] |= ALL_CARDS & ~trumps
+    elif suit != led:
+        forbidden[seat] |= SUIT_MASK[led]
+        if not may_discard:
+            if under_trumping or top < 0:
+                forbidden[seat] |= trumps
+            else:
+                forbidden[seat] |= trumps & ~((1 << (top + 1)) - 1)
+
+
+def shown_voids(s: State) -> list[int]:
+    """Per seat, the cards its plays this hand prove it does not hold (every observer
+    knows the same: the plays are public)."""
+    forbidden = [0] * s.players
+    if s.trump < 0:
+        return forbidden
+    v = s.variants
+    n = s.players
+    for leader, cards, _winner in [*s.tricks, [s.leader, s.trick, -1]]:
+        for i in range(1, len(cards)):
+            shown_void(forbidden, cards[:i], (leader + i) % n, cards[i], s.trump,
+                       v.under_trumping, v.void_may_discard)
+    return forbidden
+
+
+def _beaters(c: int, trump: int) -> int:
+    """``heuristic.beaters``: every card that beats ``c`` (higher of its suit; any trump
+    over a plain card)."""
+    suit = c // 13
+    higher = SUIT_MASK[suit] & ~((2 << c) - 1)
+    return higher if suit == trump else higher | SUIT_MASK[trump]
+
+
+def _may_beat(c: int, trump: int, unseen: int, seats: list[int], sizes: list[int],
+              forbidden: list[int]) -> bool:
+    """``heuristic.could_beat`` at its risk of 0: might one of ``seats`` (as far as the
+    seat in turn can tell) hold a card that beats ``c``?"""
+    b = unseen & _beaters(c, trump)
+    if b:
+        for o in seats:
+            if sizes[o] and b & ~forbidden[o]:
+                return True
+    return False
+
+
+def _beat_risk(c: int, trump: int, unseen: int, seats: list[int], sizes: list[int],
+               forbidden: list[int]) -> float:
+    """``heuristic.beat_risk``, the same arithmetic in the same order."""
+    if not seats:
+        return 0.0
+    total = unseen.bit_count() or 1
+    none = 1.0
+    for x in cards_of(unseen & _beaters(c, trump)):
+        room = 0
+        for o in seats:
+            if not forbidden[o] >> x & 1:
+                room += sizes[o]
+        p = room / total
+        none *= max(0.0, 1.0 - p)
+    return 1.0 - none
+
+
+def _cheapest(cards: list[int], cost: list[float]) -> int:
+    best = cards[0]
+    for c in cards:
+        if cost[c] < cost[best]:
+            best = c
+    return best
+
+
+def heuristic_card(s: State, forbidden: list[int], kicked: int) -> int:
+    """The card ``heuristic.choose_card`` would play for the seat in turn, on what that seat
+    could know in ``s``: its hand, the cards gone, the kicks (``kicked``) and the voids the
+    plays showed (``forbidden``, ``shown_voids``). The same card, decided on masks: a
+    rollout can model a seat that plays like the heuristic at the cost of an open-handed
+    card (tests/clients/test_rollout_model.py checks it card for card)."""
+    hands = s.hands
+    seat = s.turn
+    hand = hands[seat]
+    n = s.players
+    played = 0
+    sizes = [0] * n
+    for o in range(n):
+        played |= s.dealt[o] & ~hands[o]
+        sizes[o] = hands[o].bit_count()
+    return heuristic_choice(hand, s.trick, s.leader, seat, n, s.trump, s.variants,
+                            played | kicked, sizes, forbidden)
+
+
+def heuristic_choice(
+    hand: int, trick: list[int], leader: int, seat: int, n: int, trump: int, variants: Variants,
+    gone: int, sizes: list[int], forbidden: list[int],
+) -> int:
+    """``heuristic.choose_card`` for ``seat`` holding ``hand``, on masks: ``gone`` is every
+    card it has seen leave play (played this hand, kicked), ``sizes`` every seat's hand
+    size and ``forbidden`` the voids shown, as ``Knowledge`` has them."""
+    cards = cards_of(legal_play_mask(hand, trick, trump, variants))
+    if len(cards) == 1:
+        return cards[0]
+    unseen = ALL_CARDS & ~(hand | gone)
+    cost = _COST[trump]
+    jack = trump * 13 + JACK
+    team = seat & 1
+    if not trick:
+        opponents = [o for o in range(n) if o & 1 != team]
+        return _heuristic_lead(cards, trump, jack, unseen, opponents, sizes, forbidden, cost)
+    i = winning_index(trick, trump)
+    best = trick[i]
+    winner_seat = (leader + i) % n
+    opp_later = [
+        (leader + k) % n for k in range(len(trick) + 1, n) if (leader + k) % n & 1 != team
+    ]
+    best_suit = best // 13
+    winners = [c for c in cards if (c > best if c // 13 == best_suit else c // 13 == trump)]
+    safe = [c for c in winners if not _may_beat(c, trump, unseen, opp_later, sizes, forbidden)]
+    at_stake = 0
+    for c in trick:
+        at_stake += GAME_POINTS[c]
+    if jack in trick:
+        at_stake += 12
+    if winner_seat & 1 == team:
+        if not _may_beat(best, trump, unseen, opp_later, sizes, forbidden):
+            if jack in cards:  # feed the partner: our jack, a counter, else the cheapest
+                return jack
+            counter = -1
+            for c in cards:
+                if c // 13 != trump and GAME_POINTS[c] >= 2 and (
+                    counter < 0 or GAME_POINTS[c] > GAME_POINTS[counter]
+                ):
+                    counter = c
+            return counter if counter >= 0 else _cheapest(cards, cost)
+        if at_stake >= 10 and safe:
+            return _cheapest(safe, cost)
+        risk = _beat_risk(best, trump, unseen, opp_later, sizes, forbidden)
+        surer = -1
+        for c in winners:
+            if (
+                c // 13 != trump
+                and GAME_POINTS[c] < 10
+                and _beat_risk(c, trump, unseen, opp_later, sizes, forbidden) < risk
+                and c > surer
+            ):
+                surer = c
+        return surer if surer >= 0 else _cheapest(cards, cost)
+    if jack in safe:
+        return jack
+    winners = [c for c in winners if c != jack]
+    safe = [c for c in safe if c != jack]
+    if at_stake < 10 and unseen >> jack & 1:  # keep a trump that can hang their jack
+        above = [c for c in cards if c // 13 == trump and c > jack]
+        if above:
+            reserve = above[0]
+            safe = [c for c in safe if c != reserve]
+            winners = [c for c in winners if c != reserve]
+    for c in safe:
+        if c % 13 == 8:
+            return c
+    if safe and (at_stake > 0 or any(c // 13 != trump for c in safe)):
+        return _cheapest(safe, cost)
+    if winners and at_stake >= 10:
+        return _cheapest(winners, cost)
+    plain = [c for c in winners if c // 13 != trump]
+    for c in plain:
+        if c % 13 == 8:
+            return c
+    if plain:
+        return _cheapest(plain, cost)
+    return _cheapest(cards, cost)
+
+
+def _heuristic_lead(
+    cards: list[int], trump: int, jack: int, unseen: int, opponents: list[int],
+    sizes: list[int], forbidden: list[int], cost: list[float],
+) -> int:
+    """``heuristic.lead`` on masks: draw trumps when strong, hunt their jack, else a safe
+    side card."""
+    ours = [c for c in cards if c // 13 == trump]
+    outstanding = unseen & SUIT_MASK[trump]
+    if ours and outstanding:
+        top = ours[-1]
+        we_hold_top = top > outstanding.bit_length() - 1
+        hunting = bool(outstanding >> jack & 1) and top > jack and (
+            len(ours) >= heuristic.HUNT_LEN or we_hold_top
+        )
+        strong = len(ours) >= heuristic.STRONG_LEN and we_hold_top
+        if top != jack and (strong or hunting or (we_hold_top and jack in ours)):
+            return top
+        if jack in ours and not _may_beat(jack, trump, unseen, opponents, sizes, forbidden):
+            return jack
+    side = [c for c in cards if c // 13 != trump]
+    if side:
+        master = -1
+        for c in side:
+            if unseen & SUIT_MASK[c // 13] & ~((2 << c) - 1):
+                continue
+            if _may_beat(c, trump, unseen, opponents, sizes, forbidden):
+                continue
+            if master < 0 or (GAME_POINTS[c], c % 13) > (GAME_POINTS[master], master % 13):
+                master = c
+        if master >= 0:
+            return master
+        plain = [c for c in side if GAME_POINTS[c] < 10] or side
+        return _cheapest(plain, cost)
+    non_jack = [c for c in cards if c != jack] or cards
+    return non_jack[0]
