@@ -25,6 +25,7 @@ COMPILED = [
     "clients/strategies/heuristic.py",
     "clients/strategies/knowledge.py",
     "clients/strategies/inference.py",
+    "clients/strategies/posterior.py",
 ]
 
 

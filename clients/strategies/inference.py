@@ -33,17 +33,20 @@ from .base import View
 from .knowledge import Knowledge, revealed_voids
 from .playout import heuristic_choice
 
-# Chance of keeping a sampled deal the model says contradicts a decision: small for the
-# opponents (the heuristic decides exactly by these rules), larger for a partner, which
-# is usually another search bot deciding by search (it stands more often).
-MISS_OPPONENT = 0.05
+# The likelihood a deal keeps for each decision the model says it contradicts: small for
+# the opponents, whose bids and cards the model takes as the heuristic's, larger for a
+# partner, which is usually another search bot deciding by search (it stands more often,
+# and plays another card about as often as not). The opponents' 0.02 (bids 0.05 and cards
+# 0.2 before the Markov chain, ``posterior.py``, could sample so sharp a posterior: with
+# rejection, a deal explaining every card is one in 150-350 by the middle of a hand) won
+# more duplicate games against the heuristic (docs/benchmarks.md); against a player that
+# is not the heuristic it still keeps the deals that explain most of what it did.
+MISS_OPPONENT = 0.02
 MISS_PARTNER = 0.35
-# The same for a card played: the heuristic's card play is exact for the heuristic bot
-# and a rougher guess than its bidding for anyone else.
-PLAY_MISS_OPPONENT = 0.2
+PLAY_MISS_OPPONENT = 0.02
 PLAY_MISS_PARTNER = 0.5
-# Deals drawn before settling for the likeliest seen: with the evidence above a
-# consistent deal is usually found within a few.
+# Deals drawn by rejection before settling for the likeliest seen: the start of the
+# search's Markov chain, and every deal of a search with the chain off (``chain=0``).
 MAX_TRIES = 30
 
 

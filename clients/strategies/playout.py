@@ -171,17 +171,13 @@ def rollout(s: State, team: int, rng: random.Random, epsilon: float) -> float:
     return ours - theirs + bonus
 
 
-def play_hand(s: State, rng: random.Random, epsilon: float, model: int = 0) -> State:
+def play_hand(s: State, rng: random.Random, epsilon: float) -> State:
     """``s`` played to the end of its hand (scored, the next not dealt) or of the game.
 
-    Each seat plays ``rollout_card`` (open-handed), except the seats in ``model`` (a bit
-    per seat), which play the heuristic's card (``heuristic_card``) on what they could know.
     ``s`` itself is not changed: the cards are played into one copy of it
     (``play_in_place``), not a copy a card with its events as ``apply`` makes."""
     hand_no = s.hand_no
     own = False  # whether ``s`` is this function's own copy yet
-    forbidden: list[int] = []
-    kicked = 0
     while s.phase != OVER and s.hand_no == hand_no:
         if s.phase == PLAY:
             if hand_done(s):
@@ -189,27 +185,10 @@ def play_hand(s: State, rng: random.Random, epsilon: float, model: int = 0) -> S
             if not own:
                 s = s.clone()
                 own = True
-            if model:
-                if not forbidden:
-                    forbidden = shown_voids(s)
-                    for k in s.kicks:
-                        kicked |= 1 << k
-                seat = s.turn
-                if model >> seat & 1:
-                    c = heuristic_card(s, forbidden, kicked)
-                else:
-                    c = rollout_card(s, rng, epsilon)
-                v = s.variants
-                shown_void(forbidden, s.trick, seat, c, s.trump, v.under_trumping,
-                           v.void_may_discard)
-            else:
-                c = rollout_card(s, rng, epsilon)
-            play_in_place(s, c)
+            play_in_place(s, rollout_card(s, rng, epsilon))
         else:  # a decision before play, or again after a redeal (R11)
             s, _ = apply(s, rollout_decision(s))
             own = True
-            forbidden = []
-            kicked = 0
     return s
 
 
@@ -323,54 +302,7 @@ def rollout_card(s: State, rng: random.Random, epsilon: float) -> int:
     return min(cards, key=cost.__getitem__)
 
 
-# --- the heuristic's card play, on the rollout's masks -------------------------------------
-
-
-def shown_void(
-    forbidden: list[int], trick: list[int], seat: int, c: int, trump: int, under_trumping: bool,
-    may_discard: bool,
-) -> None:
-    """What ``seat`` playing ``c`` to ``trick`` (the cards before it) proves it does not
-    hold, added to ``forbidden[seat]``: ``knowledge.revealed_voids``, one card at a time
-    (R14, R15 and their variants)."""
-    if not trick:
-        return
-    led = trick[0] // 13
-    suit = c // 13
-    trumps = SUIT_MASK[trump]
-    if led == trump:
-        if suit != trump:
-            forbidden[seat] |= trumps
-        return
-    top = -1
-    for x in trick:
-        if x // 13 == trump and x > top:
-            top = x
-    if suit == trump:
-        if not under_trumping and top > c:
-            forbidden[seat] |= ALL_CARDS & ~trumps
-    elif suit != led:
-        forbidden[seat] |= SUIT_MASK[led]
-        if not may_discard:
-            if under_trumping or top < 0:
-                forbidden[seat] |= trumps
-            else:
-                forbidden[seat] |= trumps & ~((1 << (top + 1)) - 1)
-
-
-def shown_voids(s: State) -> list[int]:
-    """Per seat, the cards its plays this hand prove it does not hold (every observer
-    knows the same: the plays are public)."""
-    forbidden = [0] * s.players
-    if s.trump < 0:
-        return forbidden
-    v = s.variants
-    n = s.players
-    for leader, cards, _winner in [*s.tricks, [s.leader, s.trick, -1]]:
-        for i in range(1, len(cards)):
-            shown_void(forbidden, cards[:i], (leader + i) % n, cards[i], s.trump,
-                       v.under_trumping, v.void_may_discard)
-    return forbidden
+# --- the heuristic's card play, on masks ---------------------------------------------------
 
 
 def _beaters(c: int, trump: int) -> int:
@@ -418,32 +350,18 @@ def _cheapest(cards: list[int], cost: list[float]) -> int:
     return best
 
 
-def heuristic_card(s: State, forbidden: list[int], kicked: int) -> int:
-    """The card ``heuristic.choose_card`` would play for the seat in turn, on what that seat
-    could know in ``s``: its hand, the cards gone, the kicks (``kicked``) and the voids the
-    plays showed (``forbidden``, ``shown_voids``). The same card, decided on masks: a
-    rollout can model a seat that plays like the heuristic at the cost of an open-handed
-    card (tests/clients/test_rollout_model.py checks it card for card)."""
-    hands = s.hands
-    seat = s.turn
-    hand = hands[seat]
-    n = s.players
-    played = 0
-    sizes = [0] * n
-    for o in range(n):
-        played |= s.dealt[o] & ~hands[o]
-        sizes[o] = hands[o].bit_count()
-    return heuristic_choice(hand, s.trick, s.leader, seat, n, s.trump, s.variants,
-                            played | kicked, sizes, forbidden)
-
-
 def heuristic_choice(
     hand: int, trick: list[int], leader: int, seat: int, n: int, trump: int, variants: Variants,
     gone: int, sizes: list[int], forbidden: list[int],
 ) -> int:
-    """``heuristic.choose_card`` for ``seat`` holding ``hand``, on masks: ``gone`` is every
-    card it has seen leave play (played this hand, kicked), ``sizes`` every seat's hand
-    size and ``forbidden`` the voids shown, as ``Knowledge`` has them."""
+    """The card ``heuristic.choose_card`` plays for ``seat`` holding ``hand``, decided on
+    masks: ``gone`` is every card the seat has seen leave play (played this hand, kicked),
+    ``sizes`` every seat's hand size and ``forbidden`` the voids shown, as ``Knowledge``
+    has them. The inference asks it of every card the others played, in every deal it
+    weighs (``inference.play_likelihood``, ``posterior.SeatEvidence``): built from a
+    ``Knowledge`` each time, ``heuristic.choose_card`` took three quarters of a 4-player
+    move. tests/clients/test_heuristic_masks.py checks it is the same card, position by
+    position."""
     cards = cards_of(legal_play_mask(hand, trick, trump, variants))
     if len(cards) == 1:
         return cards[0]

@@ -14,13 +14,15 @@ deals are simulated by the engine itself; the dealer a beggar faces is modelled 
 heuristic's rule on its sampled hand. Both options are scored on the same deals.
 
 Sampling is information-set sampling with inference (``inference.py``): beyond the
-voids, a deal is kept with probability its likelihood under a model of the other
+voids, deals are drawn in proportion to their likelihood under a model of the other
 players — the heuristic's rules — given what they did this hand: a beggar who stood
 holds trumps worth standing on, one who begged does not, a dealer who gave one holds a
 strong kicked suit (R8, R9), and each card another seat played is the one the heuristic
 would have played from its sampled hand (R12–R16). Skat programs gained most from this
 step; here it measured +0.023 (4 players) and +0.034 (2 players) points a decision over
-voids only, at 100 samples a move (``bench/judge.py``, 10 games each).
+voids only, at 100 samples a move (``bench/judge.py``, 10 games each). The deals come
+from a Markov chain over the deals (``posterior.Chain``), which samples that posterior
+where drawing and rejecting deals starved (docs/benchmarks.md).
 
 ``values`` gives every legal action's expected points, margin and chance of winning
 (``ActionValue``) for the post-game analysis; ``choose`` is its argmax by ``score``.
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from service.engine.actions import parse_action
-from service.engine.cards import parse_card
+from service.engine.cards import ALL_CARDS, parse_card
 from service.engine.game import apply
 from service.engine.state import OVER, PLAY, State
 from service.engine.variants import Variants
@@ -59,6 +61,7 @@ from .playout import (
     rollout_decision,
     with_deal,
 )
+from .posterior import Chain, seat_evidence
 
 __all__ = [
     "DEFAULT_MOVE_TIME",
@@ -82,6 +85,10 @@ _CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
 # in it; "win", the chance of winning the game (``outcome.win_chance`` on the scores the
 # hand leaves), the margin only breaking ties.
 _OBJECTIVES = ("margin", "win")
+# Steps of the Markov chain (``posterior.Chain``) between two sampled deals, and before
+# the first: see ``SearchStrategy``.
+CHAIN_THIN = 10
+CHAIN_BURN = 100
 
 
 @dataclass(frozen=True)
@@ -121,7 +128,10 @@ class SearchStrategy:
     2-player games have no partner. ``objective`` is what a move maximises: ``"margin"``
     (the hand's margin, plus a bonus for a game won in it) or ``"win"`` (the chance of
     the game from the scores the hand leaves, ``outcome.win_chance``; the margin breaks
-    ties), for the strength bench to compare (``search~objective=win``).
+    ties), for the strength bench to compare (``search~objective=win``). ``chain`` is
+    the number of steps of the Markov chain over deals (``posterior.Chain``) between two
+    sampled deals, after ``burn`` steps from a deal drawn by rejection; ``chain=0`` draws
+    every deal by rejection instead (``MAX_TRIES`` a deal), as before the chain.
     """
 
     def __init__(
@@ -136,6 +146,8 @@ class SearchStrategy:
         recent_plays: int = 0,
         partner_plays: bool = False,
         objective: str = "margin",
+        chain: int = CHAIN_THIN,
+        burn: int = CHAIN_BURN,
     ) -> None:
         if clock not in _CLOCKS:
             raise ValueError(f"clock must be one of {sorted(_CLOCKS)}, not {clock!r}")
@@ -152,6 +164,8 @@ class SearchStrategy:
         self.recent_plays = max(int(recent_plays), 0)
         self.partner_plays = bool(partner_plays)
         self.objective = objective
+        self.chain = max(int(chain), 0)
+        self.burn = max(int(burn), 0)
         self._variants: dict[tuple, Variants] = {}
 
     def choose(self, view: View, legal: list[str]) -> str:
@@ -198,8 +212,20 @@ class SearchStrategy:
         now = self._now
         deadline = now() + self.move_time
         n = 0
+        chain = None
+        if self.chain and (ev or ps):
+            hands, stock = draw(k, deals, self.rng, ev, ps, template.variants)
+            allowed = [ALL_CARDS & ~f for f in k.forbidden]
+            chain = Chain(k.seat, hands, stock, allowed,
+                          seat_evidence(ev, ps, deals.played_by), k.trump, template.variants)
+            for _ in range(self.burn):
+                chain.step(self.rng)
         while True:
-            state = sample(k, template, deals, self.rng, ev, ps)
+            if chain is not None:
+                hands, stock = chain.deal(self.rng, self.chain)
+                state = with_deal(template, hands, stock, deals.played_by, self.rng)
+            else:
+                state = sample(k, template, deals, self.rng, ev, ps)
             for i, a in enumerate(actions):
                 s, _ = apply(state, a, None, False)
                 hand_no = s.hand_no
@@ -392,9 +418,22 @@ def sample(
             hands, stock = sample_hands(k, rng, deals)
             state = with_deal(template, hands, stock, deals.played_by, rng)
         return state
+    hands, stock = draw(k, deals, rng, ev or [], ps or [], template.variants)
+    return with_deal(template, hands, stock, deals.played_by, rng)
+
+
+def draw(
+    k: Knowledge,
+    deals: Deals,
+    rng: random.Random,
+    ev: list[Evidence],
+    ps: list[Play],
+    variants: Variants,
+) -> tuple[list[int], list[int]]:
+    """A deal (hands, stock) by rejection: drawn from ``deals`` until one is kept with
+    probability its likelihood, or the likeliest of ``MAX_TRIES``."""
     best: tuple[list[int], list[int]] | None = None
     best_w = -1.0
-    variants = template.variants
     for _ in range(MAX_TRIES):
         dealt = deals.deal(rng)
         if dealt is None:
@@ -404,12 +443,11 @@ def sample(
         if ps and w >= u:
             w *= play_likelihood(ps, dealt[0], k.trump, variants, u / w)
         if w >= u:
-            best = dealt
-            break
+            return dealt
         if w > best_w:
             best, best_w = dealt, w
     assert best is not None
-    return with_deal(template, best[0], best[1], deals.played_by, rng)
+    return best
 
 
 def seen_state(k: Knowledge, view: View, variants: Variants) -> State:

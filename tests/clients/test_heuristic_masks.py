@@ -1,8 +1,10 @@
-"""The rollouts' model of a heuristic player (``playout.heuristic_card``) is the heuristic.
+"""The heuristic's card play on masks (``playout.heuristic_choice``) is the heuristic's.
 
-The search's rollouts can have a seat play the heuristic's card on what that seat could
-know, decided on the rollout's masks; it must be the card ``HeuristicStrategy`` plays from
-the seat's view, in every position, or the search models a player that does not exist.
+The inference weighs every deal it samples by whether each card the others played is
+the one the heuristic would have played from that deal's hand; it asks
+``heuristic_choice``, decided on card masks, rather than ``heuristic.choose_card`` on a
+``Knowledge``. It must be the same card in every position, or the search infers from a
+player that does not exist.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import random
 
 from clients.strategies import HeuristicStrategy
 from clients.strategies.knowledge import read_view
-from clients.strategies.playout import heuristic_card, shown_voids
+from clients.strategies.playout import heuristic_choice
 from service.engine import (
     OVER,
     PLAY,
@@ -52,30 +54,19 @@ def positions(games: int, seed: int):
             state, _ = apply(state, parse_action(choice))
 
 
-def kicked(state) -> int:
-    m = 0
-    for c in state.kicks:
-        m |= 1 << c
-    return m
-
-
-def test_the_rollout_model_plays_the_heuristics_card_in_every_position_R13_R16():
-    """R13–R16: led or followed, partner or opponent winning, under every variant of R15."""
-    checked = 0
-    leads = follows = 0
-    for state, _view, choice in positions(120, seed=5):
-        card = heuristic_card(state, shown_voids(state), kicked(state))
+def test_the_heuristics_card_on_masks_is_its_card_in_every_position_R13_R16():
+    """R13–R16: led or followed, partner or opponent winning, under every variant of R15;
+    the seat's knowledge read from its view, as the inference has it for each card."""
+    checked = leads = partner_played = 0
+    for state, view, choice in positions(100, seed=5):
+        k = read_view(view)
+        card = heuristic_choice(
+            k.hand, k.trick, k.leader, k.seat, k.players, k.trump, state.variants,
+            k.played | k.kicked, k.hand_sizes, k.forbidden,
+        )
         assert action_name(card) == choice, (state.to_dict(), choice)
         checked += 1
-        leads += not state.trick
-        follows += bool(state.trick)
-    assert checked >= 5000
-    assert leads >= 1000 and follows >= 3000
-
-
-def test_the_voids_a_rollout_tracks_are_those_the_seat_reads_from_its_view_R14_R15():
-    checked = 0
-    for state, view, _choice in positions(30, seed=6):
-        assert shown_voids(state) == read_view(view).forbidden
-        checked += 1
-    assert checked > 500
+        leads += not k.trick
+        partner_played += len(k.trick) >= 2 and k.players == 4
+    assert checked >= 4000
+    assert leads >= 800 and partner_played >= 800
