@@ -111,9 +111,20 @@ class Chain:
                 self.cards.append(low.bit_length() - 1)
                 self.place.append(s)
                 h ^= low
+        self.held = len(self.cards)  # the slots in hands come first, by seat
         for c in stock:
             self.cards.append(c)
             self.place.append(n)
+        # each place's slots, [start, end)
+        self.span = [(0, 0)] * (n + 1)
+        start = 0
+        for p in range(n + 1):
+            end = start
+            while end < len(self.place) and self.place[end] == p:
+                end += 1
+            if end > start:
+                self.span[p] = (start, end)
+            start = end
         self.weight = [1.0] * n
         for s in range(n):
             found = self.by_seat[s]
@@ -123,13 +134,20 @@ class Chain:
         self.accepted = 0
 
     def step(self, rng: random.Random) -> None:
-        m = len(self.cards)
-        i = int(rng.random() * m)
-        j = int(rng.random() * m)
-        a = self.place[i]
-        b = self.place[j]
-        if a == b:
+        """Propose swapping the cards of two slots in different places — the first in a
+        hand, so no proposal is wasted on the stock alone — and keep the swap by the
+        Metropolis rule. The pair of slots is as likely to be proposed from either deal,
+        so the proposal is symmetric."""
+        held = self.held
+        if held == 0:
             return
+        i = int(rng.random() * held)
+        a = self.place[i]
+        lo, hi = self.span[a]
+        j = int(rng.random() * (len(self.cards) - (hi - lo)))
+        if j >= lo:
+            j += hi - lo
+        b = self.place[j]
         self.steps += 1
         x = self.cards[i]
         y = self.cards[j]

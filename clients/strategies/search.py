@@ -212,16 +212,18 @@ class SearchStrategy:
         now = self._now
         deadline = now() + self.move_time
         n = 0
-        chain = None
-        if self.chain and (ev or ps):
-            hands, stock = draw(k, deals, self.rng, ev, ps, template.variants)
-            allowed = [ALL_CARDS & ~f for f in k.forbidden]
-            chain = Chain(k.seat, hands, stock, allowed,
-                          seat_evidence(ev, ps, deals.played_by), k.trump, template.variants)
-            for _ in range(self.burn):
-                chain.step(self.rng)
+        chain: Chain | None = None
+        chained = self.chain and (ev or ps)
+        by_seat = seat_evidence(ev, ps, deals.played_by) if chained else []
+        allowed = [ALL_CARDS & ~f for f in k.forbidden]
         while True:
-            if chain is not None:
+            if chained:
+                if chain is None:
+                    hands, stock = draw(k, deals, self.rng, ev, ps, template.variants)
+                    chain = Chain(k.seat, hands, stock, allowed, by_seat, k.trump,
+                                  template.variants)
+                    for _ in range(self.burn):
+                        chain.step(self.rng)
                 hands, stock = chain.deal(self.rng, self.chain)
                 state = with_deal(template, hands, stock, deals.played_by, self.rng)
             else:

@@ -45,8 +45,8 @@ VERSION = 1
 # name -> (sampled deals a decision, rollouts a hindsight action)
 QUALITIES: dict[str, tuple[int, int]] = {
     "fast": (50, 4),
-    "default": (300, 8),
-    "deep": (1000, 16),
+    "default": (600, 8),
+    "deep": (2000, 16),
 }
 
 # Marks by the loss in expected hand margin (points); see docs/analysis.md for how they
