@@ -65,8 +65,9 @@ class Evidence:
     miss: float
 
 
-def evidence(k: Knowledge, view: View) -> list[Evidence]:
-    """The decisions before play this hand that tell the seat about hidden hands."""
+def evidence(k: Knowledge, view: View, opponent_miss: float = MISS_OPPONENT) -> list[Evidence]:
+    """The decisions before play this hand that tell the seat about hidden hands; an
+    opponent's contradicted at a cost of ``opponent_miss``, the partner's ``MISS_PARTNER``."""
     beg = view.get("beg")
     if beg not in (STOOD, BEGGED, GAVE_ONE) or not k.kicks:
         return []
@@ -74,7 +75,7 @@ def evidence(k: Knowledge, view: View) -> list[Evidence]:
     out: list[Evidence] = []
 
     def miss(seat: int) -> float:
-        return MISS_PARTNER if seat == k.partner else MISS_OPPONENT
+        return MISS_PARTNER if seat == k.partner else opponent_miss
 
     scores = list(k.scores)
     if beg == GAVE_ONE:
@@ -122,7 +123,7 @@ class Play:
     gone: int = 0  # the cards ``seat`` had seen leave play then (played, kicked)
 
 
-def plays(k: Knowledge) -> list[Play]:
+def plays(k: Knowledge, opponent_miss: float = PLAY_MISS_OPPONENT) -> list[Play]:
     """Every card another seat played this hand, most recent first, ready to be
     compared with the heuristic's choice in each sample (``play_likelihood``)."""
     n = k.players
@@ -157,7 +158,7 @@ def plays(k: Knowledge) -> list[Play]:
                         k.variants,
                     ),
                 )
-                miss = PLAY_MISS_PARTNER if seat == k.partner else PLAY_MISS_OPPONENT
+                miss = PLAY_MISS_PARTNER if seat == k.partner else opponent_miss
                 out.append(
                     Play(seat, c, kp, later[seat] & ~(1 << c), miss, kp.played | kp.kicked)
                 )

@@ -48,7 +48,17 @@ from service.engine.state import OVER, PLAY, State
 from service.engine.variants import Variants
 
 from .base import View
-from .inference import MAX_TRIES, Evidence, Play, evidence, likelihood, play_likelihood, plays
+from .inference import (
+    MAX_TRIES,
+    MISS_OPPONENT,
+    PLAY_MISS_OPPONENT,
+    Evidence,
+    Play,
+    evidence,
+    likelihood,
+    play_likelihood,
+    plays,
+)
 from .knowledge import Knowledge, bits, read_view
 from .outcome import win_chance as game_chance
 from .playout import (
@@ -132,6 +142,9 @@ class SearchStrategy:
     the number of steps of the Markov chain over deals (``posterior.Chain``) between two
     sampled deals, after ``burn`` steps from a deal drawn by rejection; ``chain=0`` draws
     every deal by rejection instead (``MAX_TRIES`` a deal), as before the chain.
+    ``bid_miss`` and ``play_miss`` are what an opponent's bid and card the model
+    contradicts leave of a deal's likelihood (``inference``); the search before the
+    chain is ``search~chain=0~bid_miss=0.05~play_miss=0.2``.
     """
 
     def __init__(
@@ -148,6 +161,8 @@ class SearchStrategy:
         objective: str = "margin",
         chain: int = CHAIN_THIN,
         burn: int = CHAIN_BURN,
+        bid_miss: float = MISS_OPPONENT,
+        play_miss: float = PLAY_MISS_OPPONENT,
     ) -> None:
         if clock not in _CLOCKS:
             raise ValueError(f"clock must be one of {sorted(_CLOCKS)}, not {clock!r}")
@@ -166,6 +181,8 @@ class SearchStrategy:
         self.objective = objective
         self.chain = max(int(chain), 0)
         self.burn = max(int(burn), 0)
+        self.bid_miss = float(bid_miss)
+        self.play_miss = float(play_miss)
         self._variants: dict[tuple, Variants] = {}
 
     def choose(self, view: View, legal: list[str]) -> str:
@@ -199,7 +216,7 @@ class SearchStrategy:
         deals, within the budget."""
         template = seen_state(k, view, self._variants_of(view))
         deals = prepare(k)
-        ev = evidence(k, view) if self.infer else []
+        ev = evidence(k, view, self.bid_miss) if self.infer else []
         ps = self._plays_read(k)
         team = k.team
         m = len(actions)
@@ -264,7 +281,7 @@ class SearchStrategy:
         """The others' cards this hand that the sampling weighs (most recent first)."""
         if not self.infer_plays or k.trump < 0:
             return []
-        ps = plays(k)
+        ps = plays(k, self.play_miss)
         if not self.partner_plays:
             ps = [p for p in ps if p.seat != k.partner]
         return ps[: self.recent_plays] if self.recent_plays else ps

@@ -18,7 +18,13 @@ from clients.strategies import (
 )
 from clients.strategies.duel import duplicate_pair
 from clients.strategies.heuristic import follow, lead, stands
-from clients.strategies.inference import evidence, likelihood, play_likelihood, plays
+from clients.strategies.inference import (
+    PLAY_MISS_PARTNER,
+    evidence,
+    likelihood,
+    play_likelihood,
+    plays,
+)
 from clients.strategies.knowledge import Knowledge, bits, mask, read_view
 from clients.strategies.search import (
     _matching_deal,
@@ -511,5 +517,8 @@ def test_the_search_reads_only_the_plays_it_is_told_to_R14():
         assert SearchStrategy(seed=1)._plays_read(k) == no_partner
         assert any(p.seat == k.partner for p in every) <= (len(no_partner) < len(every))
         assert SearchStrategy(seed=1, infer_plays=False)._plays_read(k) == []
+        sharp = SearchStrategy(seed=1, play_miss=0.3, partner_plays=True)._plays_read(k)
+        assert {p.miss for p in sharp if p.seat & 1 != k.team} <= {0.3}
+        assert {p.miss for p in sharp if p.seat == k.partner} <= {PLAY_MISS_PARTNER}
         checked += 1
     assert checked >= 10
