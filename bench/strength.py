@@ -14,7 +14,9 @@ budget hands a loaded run fewer samples a move and measures the load, not the bo
 ``--jobs 1`` on a shared machine.
 
 A strategy is a built-in name or ``module:Class``, optionally with options after ``~``:
-``search~infer=0`` (the search bot without inference from the bidding), ``search~epsilon=0.1``.
+``search~infer=0`` (the search bot without inference from the bidding), ``search~epsilon=0.1``,
+several as ``search~chain=0~bid_miss=0.05~play_miss=0.2`` (the search before its Markov
+chain).
 
 Targets (issue 4): heuristic beats random in >= 90% of >= 400 games; search beats
 heuristic in >= 60% of >= 200 games at <= 0.1 s a move on one core; (issue 25) >= 0.65

@@ -17,20 +17,13 @@ from clients.strategies.playout import heuristic_choice
 from service.engine import (
     OVER,
     PLAY,
-    Variants,
     action_name,
     apply,
     new_game,
     parse_action,
     seat_view,
 )
-
-VARIANT_SETS = [
-    Variants(),
-    Variants(under_trumping=False),
-    Variants(void_may_discard=True),
-    Variants(under_trumping=False, void_may_discard=True, target=7),
-]
+from tests.clients.variant_sets import VARIANT_SETS
 
 
 def positions(games: int, seed: int):

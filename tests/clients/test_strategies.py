@@ -38,7 +38,6 @@ from service.engine import (
     OVER,
     PLAY,
     STAND_OR_BEG,
-    Variants,
     action_name,
     apply,
     legal_actions,
@@ -46,13 +45,7 @@ from service.engine import (
     parse_action,
     seat_view,
 )
-
-VARIANT_SETS = [
-    Variants(),
-    Variants(under_trumping=False),
-    Variants(void_may_discard=True),
-    Variants(under_trumping=False, void_may_discard=True, target=7),
-]
+from tests.clients.variant_sets import VARIANT_SETS
 
 
 def random_states(count: int, seed: int) -> list:
