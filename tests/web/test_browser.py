@@ -388,7 +388,21 @@ def test_a_person_plays_a_whole_game_against_the_random_bot(page, api, bots):
         sel = (f'button.card[data-card="{choice}"]' if len(choice) == 2
                else f'.decisions button[data-action="{choice}"]')
         was_tampered = tamper["done"]
-        page.click(sel)
+        # Wait for the action's answer, not just the click: the route above may run after
+        # the click returns, and a refused (tampered) action changes no version.
+        posted = page.expect_response(
+            lambda r: r.request.method == "POST" and r.url.endswith(f"/games/{game_id}/actions"))
+        with posted:
+            if moves == 1:
+                # The page redraws whenever news arrives: a redraw between the press and
+                # the release must not lose the click.
+                box = page.locator(sel).bounding_box()
+                page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+                page.mouse.down()
+                page.evaluate("window.__arena.render()")
+                page.mouse.up()
+            else:
+                page.click(sel)
         if not was_tampered and tamper["done"]:
             error = page.locator("#error")
             error.wait_for(state="visible")

@@ -130,8 +130,6 @@ function handCards(seat) {
 }
 
 function renderSeat(seat) {
-  const pos = positionOf(seat);
-  const slot = $(`pos-${pos}`);
   const turn = !model.over && model.turn === seat && ctx.status === "active";
   const box = el("div", {
     class: `seat team-${teamOf(seat)}${turn ? " to-act" : ""}${seat === ctx.me ? " mine" : ""}`,
@@ -190,7 +188,16 @@ function renderSeat(seat) {
       box.append(bar);
     }
   }
-  slot.replaceChildren(box);
+  return box;
+}
+
+// Seats are built afresh on every change, but a seat whose markup has not changed keeps its
+// nodes: a click whose press and release straddle a redraw would otherwise reach neither the
+// old button nor the new one, and the person's move would be lost without a word.
+function place(slot, node) {
+  const old = slot.childElementCount === 1 ? slot.firstElementChild : null;
+  if (node && old && old.outerHTML === node.outerHTML) return;
+  if (node) slot.replaceChildren(node); else slot.replaceChildren();
 }
 
 const shownCards = new Set(); // trick cards already drawn: only new ones drop in
@@ -427,12 +434,11 @@ function restoreFocus(was) {
 function render() {
   const focused = focusInHand();
   const n = model.players || (ctx.view && ctx.view.players) || 2;
-  for (const p of ["bottom", "right", "top", "left"]) $(`pos-${p}`).replaceChildren();
+  const boxes = {};
+  if (model.players) for (let s = 0; s < n; s++) boxes[positionOf(s)] = renderSeat(s);
+  for (const p of ["bottom", "right", "top", "left"]) place($(`pos-${p}`), boxes[p]);
   $("felt").dataset.players = String(n);
-  if (model.players) {
-    for (let s = 0; s < n; s++) renderSeat(s);
-    renderCenter();
-  }
+  if (model.players) renderCenter();
   renderScore();
   renderLog();
   renderSheet();
@@ -809,4 +815,4 @@ start().catch((e) => {
   badge.className = "badge status-error";
   body.dataset.failed = "true";
 });
-window.__arena = { get model() { return model; }, ctx };
+window.__arena = { get model() { return model; }, ctx, render };
