@@ -36,11 +36,11 @@ from .playout import heuristic_choice
 # The likelihood a deal keeps for each decision the model says it contradicts: small for
 # the opponents, whose bids and cards the model takes as the heuristic's, larger for a
 # partner, which is usually another search bot deciding by search (it stands more often,
-# and plays another card about as often as not). The opponents' 0.02 (bids 0.05 and cards
-# 0.2 before the Markov chain, ``posterior.py``, could sample so sharp a posterior: with
-# rejection, a deal explaining every card is one in 150-350 by the middle of a hand) won
-# more duplicate games against the heuristic (docs/benchmarks.md); against a player that
-# is not the heuristic it still keeps the deals that explain most of what it did.
+# and plays another card about as often as not). The opponents' misses are small because
+# the Markov chain (``posterior.py``) can sample so sharp a posterior, which rejection
+# could not (it found almost no deal that explained every card by mid-hand); the figures
+# that chose them are in docs/benchmarks.md. Against a player that is not the heuristic
+# the chain still keeps the deals that explain most of what it did.
 MISS_OPPONENT = 0.02
 MISS_PARTNER = 0.35
 PLAY_MISS_OPPONENT = 0.02

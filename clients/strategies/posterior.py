@@ -4,10 +4,9 @@
 give-one, every card they played); the search needs deals drawn from the prior — every
 deal that agrees with the voids equally likely — weighted by that likelihood. Drawing
 deals from the prior and keeping each with its likelihood (rejection) is exact but
-starves: by the middle of a 4-player hand only one prior deal in 150 to 350 explains
-every card the heuristic opponents played, so within a few dozen tries most deals the
-search played out contradicted something it had seen (measured: 60-70% of them from the
-third trick on).
+starves: by the middle of a 4-player hand hardly any prior deal explains every card the
+heuristic opponents played, so within the tries a move can afford most deals the search
+played out contradicted something it had seen (the figures: docs/benchmarks.md).
 
 ``Chain`` is a Metropolis sampler instead: its state is one deal; a step swaps two unseen
 cards between two places (two hands, or a hand and the stock), allowed by the voids, and

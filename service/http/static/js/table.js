@@ -197,7 +197,7 @@ function renderSeat(seat) {
 function place(slot, node) {
   const old = slot.childElementCount === 1 ? slot.firstElementChild : null;
   if (node && old && old.outerHTML === node.outerHTML) return;
-  if (node) slot.replaceChildren(node); else slot.replaceChildren();
+  slot.replaceChildren(...(node ? [node] : []));
 }
 
 const shownCards = new Set(); // trick cards already drawn: only new ones drop in
