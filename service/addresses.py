@@ -15,10 +15,16 @@ an address (``-`` when there is none) counts as itself. Imports nothing of the s
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 
 IPV4_NETWORK = 24  # prefix length of an IPv4 client's network
 IPV6_CLIENT = 64  # prefix length of one IPv6 client (and of its network)
+# Answers kept per function: every request names its client several times (its budget, its
+# slots, its network's share), and parsing an address with ``ipaddress`` costs more than
+# the rest of that accounting; the answers are pure, so a bounded memo of the addresses
+# seen lately serves the repeats. A flood of new addresses only turns the memo over.
+_MEMO = 4096
 
 
 def _parse(address: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -33,12 +39,14 @@ def _parse(address: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address
     return ip
 
 
+@functools.lru_cache(maxsize=_MEMO)
 def unmapped(address: str | None) -> str:
     """``address`` with an IPv4-mapped IPv6 form written as its IPv4 (else as given)."""
     ip = _parse(address)
     return str(ip) if ip is not None and ip.version == 4 else (address or "-")
 
 
+@functools.lru_cache(maxsize=_MEMO)
 def client_of(address: str | None) -> str:
     """The client ``address`` counts as (see the module docstring)."""
     ip = _parse(address)
@@ -49,6 +57,7 @@ def client_of(address: str | None) -> str:
     return str(ip)
 
 
+@functools.lru_cache(maxsize=_MEMO)
 def network_of(address: str | None) -> str:
     """The network ``address`` counts in: its IPv4 /24 or IPv6 /64."""
     ip = _parse(address)

@@ -1,6 +1,7 @@
 """``allfours check-bot``: its options, and which check runs — a pulling bot's
-(``service.cli.check_bot``) or a webhook bot's (``service.cli.check_webhook``, which uses
-the pulling check's parts, so the command that picks one stands apart from both)."""
+(``service.cli.checks.pulling``) or a webhook bot's (``service.cli.checks.webhook``); both
+share one runner (``service.cli.checks.runner``), so the command that picks one stands
+apart from both."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import argparse
 import logging
 import sys
 
-from service.cli.check_bot import SITUATIONS, run_pulling
-from service.cli.check_webhook import run_webhook
+from service.cli.checks.pulling import SITUATIONS, run_pulling
+from service.cli.checks.webhook import run_webhook
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -23,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--webhook", default=None, metavar="URL",
                    help="check a webhook bot listening on URL (http://127.0.0.1:PORT/...): "
                    "its command is run with ARENA_WEBHOOK_SECRET and PORT "
-                   "(service.cli.check_webhook)")
+                   "(service.cli.checks.webhook)")
     p.add_argument("bot", nargs=argparse.REMAINDER, help="-- the bot's command and arguments")
 
 

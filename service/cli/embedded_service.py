@@ -65,9 +65,13 @@ class EmbeddedService:
                 "REDIS_URL": self.redis.start(),
                 "ARENA_ADMIN_TOKEN": self.admin_token,
                 "ARENA_LOG_LEVEL": env.get("ARENA_LOG_LEVEL", "warning"),
-                # each entrant is an owner of its own (they are rated against each other,
-                # issue 23), all registered from this machine: no per-network cap on them
+                # each entrant is an owner of its own (one owner's bots are never rated
+                # against each other), all registered from this machine: no per-network
+                # cap on them
                 "ARENA_OWNERS_PER_NETWORK": env.get("ARENA_OWNERS_PER_NETWORK", "0"),
+                # the organizer's own entrants, made a moment ago: established at once,
+                # or the leaderboard would weigh their games at nothing (docs/ratings.md)
+                "ARENA_ESTABLISHED_AGE": env.get("ARENA_ESTABLISHED_AGE", "0"),
             })
             fixed = self.port
             for _attempt in range(3):

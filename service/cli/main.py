@@ -131,13 +131,22 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
 
 
 def _cmd_migrate(args: argparse.Namespace) -> int:
-    from service.arena.rating_migration import migrate
+    from service.arena.migrations.ratings import migrate
     from service.http.app import create_app
 
     app = create_app({"ARENA_RATINGS_MIGRATE": "0"})  # REDIS_URL, ARENA_KEY_PREFIX, ladders
     out = migrate(app.extensions["tournaments"], app.extensions["ladders"], force=args.force)
     print(json.dumps(out, sort_keys=True))
     return 1 if out.get("busy") else 0
+
+
+def _cmd_migrate_bot_games(args: argparse.Namespace) -> int:
+    from service.http.app import create_app
+
+    app = create_app({"ARENA_RATINGS_MIGRATE": "0"})  # REDIS_URL, ARENA_KEY_PREFIX
+    seen = app.extensions["arena"].store.repair_finished()
+    print(json.dumps({"migration": "bot-games", "finished_games_indexed": seen}))
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,11 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
     bot.add_argument("--token", default=os.environ.get("ALLFOURS_TOKEN"),
                      help="the bot's bearer token (default $ALLFOURS_TOKEN)")
     bot.add_argument("--name", default=None, help="name to register with when no token")
-    bot.add_argument("--games", type=int, default=None, help="stop after this many games")
+    bot.add_argument("--games", type=int, default=None,
+                     help="stop after this many games (with --ladder: rated ladder games, "
+                     "then leave the ladder)")
     bot.add_argument("--ladder", nargs="?", const="2p", default=None, metavar="NAME",
                      help="join a ladder (default 2p; 4p or one the operator declared) and "
-                     "play rated games until stopped (or --games of them); Ctrl-C leaves "
-                     "the ladder and plays out the games in progress")
+                     "play rated games until stopped (or --games of them: an unrated "
+                     "validation game is not counted); Ctrl-C leaves the ladder and plays "
+                     "out the games in progress")
     bot.add_argument("--until-idle", action="store_true",
                      help="stop when no game of this bot is left to play")
     bot.add_argument("--workers", type=int, default=4,
@@ -276,6 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
     mig_r.add_argument("--force", action="store_true",
                        help="replay even if the ratings are current (gives the same ratings)")
     mig_r.set_defaults(func=_cmd_migrate)
+    mig_g = mig_sub.add_parser(
+        "bot-games", help="index every finished game still kept under its bots "
+        "(GET /bots/{id}/games)",
+        description="Each bot's finished games are indexed when a game finishes; this puts "
+        "in the games that finished before the index existed (or whose indexing a crash "
+        "lost). Idempotent, safe while the service runs; one pass over games:finished.")
+    mig_g.set_defaults(func=_cmd_migrate_bot_games)
     from service.cli.tournament import add_arguments as tournament_arguments
 
     tour = sub.add_parser(

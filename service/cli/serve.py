@@ -38,7 +38,7 @@ DEFAULT_APP = "service.http.wsgi:app"
 GUNICORN_CONFIG = "python:service.http.gunicorn_conf"
 # gunicorn's own graceful_timeout is 5 s; allow that plus start-up slack before SIGKILL.
 _STOP_WAIT = 15.0
-# The house process leaves within ``service.arena.house.STOP_GRACE_S`` of its SIGTERM; past
+# The house process leaves within ``service.arena.accounts.house.STOP_GRACE_S`` of its SIGTERM; past
 # this it is killed (nothing of it needs saving: every move it sends is idempotent).
 _HOUSE_STOP_WAIT = 3.0
 
@@ -247,16 +247,16 @@ def _wait_any(procs: list[subprocess.Popen[bytes]],
 
 def _start_house_bots(env: dict[str, str], host: str, port: int,
                       wanted: bool | None) -> subprocess.Popen[bytes] | None:
-    """The house bots (``service.arena.house``): a process of their own playing over HTTP, as
-    any bot would. Off with ``--no-house-bots`` or ``ARENA_HOUSE_BOTS=0``."""
-    from service.arena.house import enabled
+    """The house bots (``service.arena.accounts.house``): a process of their own playing over
+    HTTP, as any bot would. Off with ``--no-house-bots`` or ``ARENA_HOUSE_BOTS=0``."""
+    from service.arena.accounts.house import enabled
 
     if wanted is False or (wanted is None and not enabled(env)):
         _log("house bots off")
         return None
     server = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
     _log("starting the house bots (random, heuristic, search)")
-    return spawn_child([sys.executable, "-m", "service.arena.house", "--server", server],
+    return spawn_child([sys.executable, "-m", "service.arena.accounts.house", "--server", server],
                        env=env)
 
 

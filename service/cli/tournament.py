@@ -1,18 +1,21 @@
 """``allfours tournament``: run a whole tournament from one command.
 
     allfours tournament --bots random,heuristic,search --format round-robin --games 20
+    allfours tournament --bot-cmd 'java -jar mybot.jar' --bot-name mine --bots heuristic
 
 What it does, in order:
 
-1. **The service.** With ``--server`` it uses that service (creating a tournament needs its
-   admin token: ``--admin-token`` or ``$ARENA_ADMIN_TOKEN``). Without it, it starts one of
-   its own exactly as ``allfours serve`` does — an embedded ``valkey-server`` (in a
-   temporary directory, or ``--data-dir``) and gunicorn with the same command line and
-   config — on a free port, with a freshly generated admin token, the default rate limits
-   (sized so that the bundled runners never meet them), and gunicorn's log in a file so
-   it cannot tear the progress display. It waits for ``/readyz``.
+1. **The service.** With ``--server`` it uses that service: with its admin token
+   (``--admin-token`` or ``$ARENA_ADMIN_TOKEN``) each entrant is an owner of its own and the
+   service organizes; without, every entrant is a bot of the first entrant's owner, which
+   organizes the tournament with its own token (one owner's games: unrated). Without
+   ``--server`` it starts one of its own exactly as ``allfours serve`` does — an embedded
+   ``valkey-server`` (in a temporary directory, or ``--data-dir``) and gunicorn with the
+   same command line and config — on a free port, with a freshly generated admin token,
+   the default rate limits (sized so that the bundled runners never meet them), and
+   gunicorn's log in a file so it cannot tear the progress display. It waits for ``/readyz``.
 2. **The entrants.** First the settings are checked against the service's own request
-   schema (``service.http.schemas.tournaments.TournamentCreate``: ranges and size limits) and, with
+   schema (``service.http.tournaments.schemas.TournamentCreate``: ranges and size limits) and, with
    ``--server``, by that service (a ``POST /tournaments`` without entrants, which can never
    create one, answers 403 for a wrong admin token and 422 naming each refused field): a
    refusal names each option and why, and nothing is registered. Then one bot account per
@@ -26,9 +29,13 @@ What it does, in order:
    comparing your own strategies, which this command runs in-process, never for bots you
    do not control. ``--duplicate`` with fewer than 4 entrants and no ``--trusted`` is
    refused before anything is registered.
-4. **The bots play as real HTTP clients**: one ``BotRunner`` per entrant in a thread of
-   this process, finding its turns through the turn long-poll like any other bot. In a
-   4-player game an entrant holds both seats of its team and its runner plays both.
+4. **The bots play as real HTTP clients**: one ``BotRunner`` per built-in entrant in a
+   thread of this process, and one process per ``--bot-cmd`` (any language: ``java -jar
+   mybot.jar``), started as ``check-bot`` starts a bot (``service.cli.bot_process``: its
+   own session, ``ARENA_URL`` and ``ARENA_TOKEN`` in its environment, its output in
+   ``bot-NAME.log``); each finds its turns through the turn long-poll like any other bot.
+   A command that exits ends the run with its log's last lines. In a 4-player game an
+   entrant holds both seats of its team and plays both.
 5. **Progress** comes from polling ``GET /tournaments/{id}`` (and one ``GET /games`` page
    for the live scores): a bar of games finished out of the total, a line per live game
    and a line per entrant (``rich``); ``--quiet`` prints a plain line per finished round
@@ -61,6 +68,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from service.cli.bot_process import start_bot, stop_bot
 from service.cli.embedded_service import EmbeddedService
 from service.cli.tournament_display import (
     Display,
@@ -84,6 +92,7 @@ from service.cli.tournament_setup import (
 )
 from service.storage.embedded import (
     EmbeddedRedisError,
+    log_tail,
 )
 
 POLL_EVERY = 0.5  # seconds between looks at the tournament
@@ -94,10 +103,15 @@ RUNNER_POLL = 1.0  # a runner's turn long-poll: also how soon it notices a stop
 
 
 def _start_runners(entrants: list[Entrant], strategies: dict[str, Any],
-                   workers: int, stop: threading.Event) -> None:
+                   workers: int, stop: threading.Event, server: str, logs: Path) -> None:
     from clients.runner import BotRunner
 
     for e in entrants:
+        if e.command is not None:  # a bot of its own, in any language: ARENA_URL, ARENA_TOKEN
+            e.log = logs / f"bot-{e.name}.log"
+            e.proc = start_bot(e.command, server, e.client.token or "", e.log)
+            _say(f"{e.name}: `{e.command}` started (output in {e.log})")
+            continue
         e.runner = BotRunner(e.client, strategies[e.name], workers=workers,
                              stop_event=stop, poll_timeout=RUNNER_POLL, name=e.name)
 
@@ -113,6 +127,8 @@ def _start_runners(entrants: list[Entrant], strategies: dict[str, Any],
 
 def _stop_runners(entrants: list[Entrant], stop: threading.Event) -> None:
     stop.set()
+    for e in entrants:
+        stop_bot(e.proc)
     deadline = time.monotonic() + RUNNER_POLL + 15.0
     for e in entrants:
         if e.thread is not None:
@@ -140,17 +156,15 @@ def run(args: argparse.Namespace, variants: dict[str, Any]) -> int:
         fmt = FORMATS[args.format]
         if args.rounds is not None and fmt != "swiss":
             raise TournamentCliError("--rounds is for --format swiss")
-        pairs = parse_bots(args.bots)
+        pairs = parse_bots(args.bots, args.bot_cmd, args.bot_name)
         strategies = {name: build_strategy(spec, args.move_time) for name, spec in pairs}
         check_duplicate(args, len(pairs))
         check_settings(fmt, len(pairs), tournament_settings(args, variants))
         _setup_logging(console, args.quiet)
         if args.server:
             server = args.server.rstrip("/")
-            admin_token = args.admin_token or os.environ.get("ARENA_ADMIN_TOKEN")
-            if not admin_token:
-                raise TournamentCliError("with --server, creating a tournament needs "
-                                         "--admin-token (or $ARENA_ADMIN_TOKEN)")
+            # without the admin token the entrants are one owner's, which organizes it
+            admin_token = args.admin_token or os.environ.get("ARENA_ADMIN_TOKEN") or None
         else:
             admin_token = secrets.token_urlsafe(24)
             service = EmbeddedService(admin_token, args.data_dir, args.port)
@@ -197,13 +211,20 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
     try:
         try:
             viewer.readyz()
-            check_with_service(viewer, admin_token, fmt, settings)
+            if admin_token is not None:
+                check_with_service(viewer, admin_token, fmt, settings)
             for name, spec in pairs:
                 client = ArenaClient(server, pool_size=max(16, args.parallel + 4))
                 entrants.append(Entrant(name, spec, client=client))
-                # an owner of its own per entrant: entrants named by the organizer are
-                # consent (no invitation), and are rated against each other
-                entrants[-1].bot_id = client.register(name).id
+                # with the admin token, an owner of its own per entrant (named by the
+                # service's organizer, rated against each other); without it, all of the
+                # first entrant's owner, which organizes them (its own bots: unrated)
+                first = None if admin_token or len(entrants) == 1 else entrants[0].client.token
+                entrants[-1].bot_id = client.register(name, owner=first).id
+            if admin_token is None:
+                admin_token = entrants[0].client.token  # the organizer's, for its controls
+                _say("no admin token: the entrants are one owner's bots, which organizes "
+                     "the tournament (its games are unrated)")
             tour = viewer.create_tournament([e.bot_id for e in entrants], fmt,
                                             admin_token=admin_token, **settings)
         except ArenaError as exc:
@@ -218,7 +239,8 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
         _say(f"watch it at {server}/tournaments/{tour.id}")
         for warning in tour.raw.get("warnings") or []:
             _say(f"warning: {warning}")
-        _start_runners(entrants, strategies, args.workers, stop)
+        logs = Path(args.json_out).parent if args.json_out else Path(".")
+        _start_runners(entrants, strategies, args.workers, stop, server, logs)
         deadline = time.monotonic() + args.timeout if args.timeout else None
         timed_out = False
         with Display(args.quiet, console) as display:
@@ -238,6 +260,12 @@ def _play(args: argparse.Namespace, fmt: str, variants: dict[str, Any], server: 
                 if crashed:
                     raise TournamentCliError(f"the runner of {crashed[0].name} crashed: "
                                              f"{crashed[0].crashed}")
+                gone = [e for e in entrants if e.proc is not None and e.proc.poll() is not None]
+                if gone:  # its games would fall to the clock (or hang without one)
+                    raise TournamentCliError(
+                        f"the bot {gone[0].name} (`{gone[0].command}`) exited with status "
+                        f"{gone[0].proc.returncode}; last lines of {gone[0].log}:\n"
+                        + log_tail(gone[0].log, 15))
                 if deadline is not None and time.monotonic() > deadline:
                     timed_out = True
                     try:  # never leave it running on the server
@@ -304,6 +332,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bots", default="random,heuristic,search",
                    help="entrants: comma-separated strategies (random, heuristic, search, or "
                    "package.module:Class); one may appear twice (default %(default)s)")
+    p.add_argument("--bot-cmd", action="append", default=[], metavar="COMMAND",
+                   help="an entrant that is a command, in any language (repeatable), e.g. "
+                   "'java -jar mybot.jar': started with ARENA_URL and ARENA_TOKEN in its "
+                   "environment (as check-bot starts it), its output in bot-NAME.log beside "
+                   "the results; it plays against the other commands and --bots")
+    p.add_argument("--bot-name", action="append", default=[], metavar="NAME",
+                   help="the name of the --bot-cmd before it (repeatable; default cmd, "
+                   "cmd-2...)")
     p.add_argument("--format", choices=("round-robin", "swiss", "knockout"),
                    default="round-robin",
                    help="round-robin, swiss or knockout (single elimination seeded by the "
@@ -348,7 +384,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--server", default=None,
                    help="use this running service instead of starting one")
     p.add_argument("--admin-token", default=None,
-                   help="with --server: its admin token (default $ARENA_ADMIN_TOKEN)")
+                   help="with --server: its admin token (default $ARENA_ADMIN_TOKEN); "
+                   "without one the entrants are one owner's bots, which organizes it "
+                   "(unrated)")
     p.add_argument("--data-dir", default=None,
                    help="without --server: keep the embedded Redis data here (default: a "
                    "temporary directory, removed at the end)")

@@ -107,7 +107,7 @@ class Display:
             else:
                 state = Text(f"in {t['live']} games" if t["live"] else "waiting", style="dim")
             bots.add_row(
-                Text(e.name, style="cyan"), Text(e.strategy, style="dim"),
+                Text(e.name, style="cyan"), Text(e.shown_strategy, style="dim"),
                 f"{t['played']} played", f"{t['won']} won", f"{st.get('actions', 0)} moves",
                 f"{st.get('errors', 0)} errors", state,
             )
@@ -119,7 +119,7 @@ def standings_table(standings: Any, entrants: list[Entrant], width: int = 120) -
     from rich import box
     from rich.table import Table
 
-    strategies = {e.bot_id: e.strategy for e in entrants}
+    strategies = {e.bot_id: e.shown_strategy for e in entrants}
     knockout = any(row.place is not None or row.eliminated is not None
                    for row in standings.items)
     table = Table(

@@ -28,19 +28,34 @@ def _say(message: str) -> None:
     print(f"allfours tournament: {message}", file=sys.stderr, flush=True)
 
 
-def parse_bots(spec: str) -> list[tuple[str, str]]:
-    """``"random,heuristic,heuristic,pkg.mod:MyBot"`` → ``[(entrant name, strategy)]``.
+CMD = "cmd:"  # the strategy of an entrant that is a command (``--bot-cmd``)
+
+
+def parse_bots(spec: str, commands: list[str] | None = None,
+               names: list[str] | None = None) -> list[tuple[str, str]]:
+    """``"random,heuristic,heuristic,pkg.mod:MyBot"`` → ``[(entrant name, strategy)]``,
+    after the ``commands`` (``--bot-cmd``: strategy ``cmd:<command>``, named by ``names``
+    in order, else ``cmd``).
 
     Names are the strategy (the class name for ``module:Class``), made distinct by a
     ``-2``, ``-3``... suffix, and fit the service's bot-name pattern.
     """
     strategies = [s.strip() for s in spec.split(",") if s.strip()]
-    if len(strategies) < 2:
-        raise TournamentCliError("--bots needs at least two entrants, e.g. random,heuristic")
+    commands = commands or []
+    names = names or []
+    if len(names) > len(commands):
+        raise TournamentCliError("--bot-name names a --bot-cmd: give each --bot-name after "
+                                 "its --bot-cmd")
+    if len(strategies) + len(commands) < 2:
+        raise TournamentCliError("--bots (with --bot-cmd) needs at least two entrants, e.g. "
+                                 "random,heuristic")
     seen: dict[str, int] = {}
     out = []
+    wanted = [(names[i] if i < len(names) else "cmd", CMD + c) for i, c in enumerate(commands)]
     for strategy in strategies:
         base = strategy.rsplit(":", 1)[-1].rsplit(".", 1)[-1] if ":" in strategy else strategy
+        wanted.append((base, strategy))
+    for base, strategy in wanted:
         base = _NAME_OK.sub("-", base).strip(" -")[:30] or "bot"
         seen[base] = seen.get(base, 0) + 1
         out.append((base if seen[base] == 1 else f"{base}-{seen[base]}", strategy))
@@ -49,7 +64,7 @@ def parse_bots(spec: str) -> list[tuple[str, str]]:
 
 def check_duplicate(args: argparse.Namespace, entrants: int) -> None:
     """Refuse, before anything is registered, what the service would refuse about
-    duplicate deals (see ``service.arena.tournaments``)."""
+    duplicate deals (see ``service.arena.tournaments.service``)."""
     if args.duplicate and not args.trusted and entrants < 4:
         raise TournamentCliError(
             f"--duplicate needs at least 4 entrants (two tables a round, so each deal is "
@@ -128,7 +143,7 @@ def check_settings(fmt: str, entrants: int, settings: dict[str, Any]) -> None:
     with stand-in entrant ids."""
     from marshmallow import ValidationError
 
-    from service.http.schemas.tournaments import TournamentCreate
+    from service.http.tournaments.schemas import TournamentCreate
 
     body = {**settings, "format": fmt, "entrants": [f"{i:012x}" for i in range(entrants)]}
     try:
@@ -161,6 +176,8 @@ def build_strategy(spec: str, move_time: float) -> Any:
     """The strategy object for one entrant; the search bot gets its per-move budget."""
     from clients.strategies import get_strategy
 
+    if spec.startswith(CMD):
+        return None  # a command plays for itself
     try:
         return get_strategy(spec, move_time=move_time) if spec == "search" else get_strategy(spec)
     except (ValueError, TypeError) as exc:
@@ -176,6 +193,18 @@ class Entrant:
     runner: Any = None
     thread: threading.Thread | None = None
     crashed: str | None = None  # the runner thread died with this exception
+    proc: Any = None  # a command's process (``--bot-cmd``)
+    log: Any = None  # its output's file
+
+    @property
+    def command(self) -> str | None:
+        return self.strategy[len(CMD):] if self.strategy.startswith(CMD) else None
+
+    @property
+    def shown_strategy(self) -> str:
+        """What the tables say it plays: its strategy, or ``command`` for a --bot-cmd
+        (its command line is in the log's first line and the results)."""
+        return "command" if self.command is not None else self.strategy
 
     def stats(self) -> dict[str, Any]:
         if self.runner is None:

@@ -19,7 +19,7 @@ limits is known:
   most ``MAX_CONTENT_LENGTH`` (16 KB) here, so a total time, not a rate, is the bound.
 - **Responses** (``ARENA_SEND_TIMEOUT``): every write of a response to the client socket
   must finish within that many seconds, or the connection is dropped
-  (``service.http.gevent_worker.HeldHeaders``); event streams have their own
+  (``service.http.worker_sockets.HeldHeaders``); event streams have their own
   ``ARENA_SSE_WRITE_TIMEOUT`` on the writes they make themselves.
 
 **Shares of the connection budget** (counted per worker process, in memory: a process
@@ -34,10 +34,27 @@ cap in each worker, so the service-wide cap is the cap times ``WEB_CONCURRENCY``
 - anonymous event streams (spectators) together hold at most ``ARENA_SPECTATOR_SHARE`` of a
   worker's budget, so seats' streams and players' requests always have the rest (past it
   ``503 over-capacity``);
+- **the held budget**: a stream or a long-poll holds its connection for seconds to a whole
+  game, an ordinary request for milliseconds, so what is held is bounded apart from what
+  is served. Streams and long-polls together (spectators', seats' and bots', every
+  client's) hold at most ``ARENA_HELD_SHARE`` of a worker's budget: the rest is always
+  there for new connections with ordinary requests, actions first, whoever holds the
+  held part. Past it a stream or long-poll is ``503 over-capacity`` with
+  ``Retry-After`` (``HELD_RETRY_AFTER_S``: a place frees whenever any poll of the worker
+  ends). And no network (``service.addresses.network_of``: an IPv4 /24, an IPv6 /64) holds
+  more than ``ARENA_HELD_NETWORK_SHARE`` of the held budget, so that filling it takes many
+  networks, not a dozen addresses; past it ``429 too-many-connections`` (the network's own
+  doing, as a client's cap is). An action with ``?wait`` is never refused for the held
+  budget: it is applied and answered at once, as a wait that timed out (its view says
+  whose turn it is), since an action must find room whoever holds the rest. Both checks
+  come before the caller's token is looked up (``install``), so a refusal costs no Redis
+  command and its connection is closed at once: a refused client keeps no socket;
 - at the socket (``service.http.gevent_worker``), one client may hold at most
-  ``ARENA_CLIENT_SHARE`` of a worker's connections (off behind a trusted proxy, where every
-  connection comes from the proxy), and ``ARENA_RESERVED_CONNECTIONS`` of the budget serve
-  only ``/healthz``, ``/readyz`` and ``/metrics``.
+  ``ARENA_CLIENT_SHARE`` of a worker's connections, and of those that its streams and
+  long-polls do not hold at most the same share of what the held budget leaves to ordinary
+  requests (off behind a trusted proxy, where every connection comes from the proxy), and
+  ``ARENA_RESERVED_CONNECTIONS`` of the budget serve only ``/healthz``, ``/readyz`` and
+  ``/metrics``.
 """
 
 from __future__ import annotations
@@ -46,12 +63,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
-from flask import Flask, Response, current_app
+from flask import Flask, Response, current_app, request
+from werkzeug.datastructures import ImmutableMultiDict
 
-from service.addresses import client_of
-from service.arena.problems import Problem
+from service import metrics
+from service.addresses import client_of, network_of
+from service.arena.core.problems import Problem
+from service.http.limits import client_address
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +96,20 @@ SPECTATOR_SHARE = 0.5  # of a worker's general budget: anonymous event streams t
 # client at both its caps (64 streams + 256 polls) and more, and one address's burst of
 # requests stays a quarter of what a worker would have to answer at once
 CLIENT_SHARE = 0.25
+# of a worker's general budget, what streams and long-polls hold together: the quarter
+# left always serves ordinary requests (each lasts milliseconds, so that many at once are
+# more than a worker computes), while the box still holds thousands of waiting bots and
+# spectators; and above the spectators' share, so seats' streams and polls keep a part
+# that spectators can never take
+HELD_SHARE = 0.75
+# of the held budget, one network's streams and long-polls: eight networks are needed to
+# fill it (a dozen addresses of one network count once), and one NAT still has room for
+# dozens of bots, each with a poll and a waiting action per game it plays
+HELD_NETWORK_SHARE = 0.125
 RETRY_AFTER_S = 5  # a 429 at a cap: a slot frees when a poll ends or a stream closes
+# a 503 at the held budget: any poll of the worker that ends frees a place, and the
+# refusal costs the service nothing, so an honest bot may come back soon
+HELD_RETRY_AFTER_S = 2
 
 PROBES = ("/healthz", "/readyz", "/metrics")
 
@@ -94,6 +127,8 @@ DEFAULTS: dict[str, Any] = {
     "ARENA_POLLS_PER_BOT": POLLS_PER_BOT,
     "ARENA_SPECTATOR_SHARE": SPECTATOR_SHARE,
     "ARENA_CLIENT_SHARE": CLIENT_SHARE,
+    "ARENA_HELD_SHARE": HELD_SHARE,
+    "ARENA_HELD_NETWORK_SHARE": HELD_NETWORK_SHARE,
 }
 
 
@@ -116,6 +151,22 @@ def malformed_body(exc: BaseException) -> Problem:
     the client's error, so a warning without a traceback."""
     log.warning("malformed request body: %s: %s", type(exc).__name__, exc)
     return Problem("malformed-body", f"the request body cannot be read: {_describe(exc)}")
+
+
+def read_body(environ: dict[str, Any], length: int) -> bytes:
+    """The request's body of ``length`` bytes (its Content-Length), read from the WSGI
+    input in one call (under the body deadline, ``DeadlineInput``). A body that ends
+    before ``length`` (the client went away) is a malformed body, as it is when the
+    server notices, and its connection is not used again."""
+    stream = environ["wsgi.input"]
+    data = stream.read(length)
+    if len(data) < length:
+        if isinstance(stream, DeadlineInput):
+            stream._fail()
+        log.warning("malformed request body: %d of %d bytes", len(data), length)
+        raise Problem("malformed-body", "the request body cannot be read: the connection "
+                      "ended before the body did")
+    return data
 
 
 def _describe(exc: BaseException) -> str:
@@ -175,6 +226,13 @@ class DeadlineInput:
     def read(self, *args: Any) -> bytes:
         return self._call(self._stream.read, *args)
 
+    def readinto(self, buffer: Any) -> int:
+        """``read`` into ``buffer``: werkzeug reads a body this way when the stream offers
+        it (and asks whether it does, at the price of an ``AttributeError``, when not)."""
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
     def readline(self, *args: Any) -> bytes:
         return self._call(self._stream.readline, *args)
 
@@ -228,6 +286,15 @@ class Slots:
                 self.counts[(name, key)] = self.counts.get((name, key), 0) + 1
             return None
 
+    def full(self, wanted: list[tuple[str, str, int]]) -> tuple[str, int] | None:
+        """The first (cap name, cap) of ``wanted`` that is full, taking nothing (None: all
+        have room): a refusal decided before the request is worth more work."""
+        with self._lock:
+            for name, key, cap in wanted:
+                if cap > 0 and self.counts.get((name, key), 0) >= cap:
+                    return name, cap
+            return None
+
     def give_back(self, wanted: list[tuple[str, str, int]]) -> None:
         with self._lock:
             for name, key, _cap in wanted:
@@ -261,13 +328,16 @@ class Held:
 
 def waiting_kind(endpoint: str | None, query: Any) -> str | None:
     """"stream" or "poll" when this operation holds its connection waiting, else None.
-    ``query`` is the raw query (strings; before validation, which comes after)."""
+    ``query`` is the raw query (strings; before validation, which comes after). A turn
+    poll without ``timeout`` waits its default (some seconds, ``schemas``): a poll too,
+    or leaving the parameter out would hold a connection that no cap counts."""
     q = query or {}
-    if endpoint == "api.events":
+    if endpoint in ("games.events", "tournaments.events"):
         return "stream"
-    if endpoint in ("api.turn", "api.my_turns") and _positive(q.get("timeout")):
+    if endpoint in ("games.turn", "games.my_turns") and (
+            q.get("timeout") is None or _positive(q.get("timeout"))):
         return "poll"
-    if endpoint == "api.act" and _positive(q.get("wait")):
+    if endpoint == "games.act" and _positive(q.get("wait")):
         return "poll"
     return None
 
@@ -287,16 +357,31 @@ _CAP_NAMES = {
 }
 
 
+# The held budget's counts (see the module docstring): every stream and long-poll of the
+# worker, and each network's.
+BUDGET = ("held-network", "held")
+
+
+def budget_wanted(cfg: Any, address: str | None) -> list[tuple[str, str, int]]:
+    """The held budget's slots a stream or a long-poll from ``address`` takes: its
+    network's share, then the worker's whole held budget."""
+    return [("held-network", network_of(address), held_network_cap(cfg)),
+            ("held", "", held_cap(cfg))]
+
+
 def admit(endpoint: str | None, bot_id: str | None, query: Any,
           address: str | None) -> Held | None:
     """Take this request's slots if it is a stream or a long-poll (None if it is neither);
-    429 ``too-many-connections`` past a client's or a bot's cap, 503 ``over-capacity``
-    when spectators' streams fill their share."""
+    429 ``too-many-connections`` past a client's or a bot's cap or its network's share of
+    the held budget, 503 ``over-capacity`` when spectators' streams fill their share or
+    streams and polls fill the held budget. An action with ``?wait`` past the held budget
+    is let through without its wait (None), never refused: see the module docstring."""
     kind = waiting_kind(endpoint, query)
     if kind is None:
         return None
-    cfg = current_app.config
-    slots: Slots = current_app.extensions["slots"]
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    cfg = app.config
+    slots: Slots = app.extensions["slots"]
     plural = "streams" if kind == "stream" else "polls"
     wanted = [(f"{plural}-client", client_key(address),
                int(cfg[_CAP_NAMES[f"{plural}-client"][0]]))]
@@ -304,11 +389,48 @@ def admit(endpoint: str | None, bot_id: str | None, query: Any,
         wanted.append((f"{plural}-bot", bot_id, int(cfg[_CAP_NAMES[f"{plural}-bot"][0]])))
     elif kind == "stream":
         wanted.append(("spectators", "", spectator_cap(cfg)))
+    wanted.extend(budget_wanted(cfg, address))
     full = slots.take(wanted)
     if full is None:
         return Held(slots, wanted)
     name, cap = full
+    if name in BUDGET and endpoint == "games.act":
+        skip_wait(name)
+        return None
+    refuse(name, cap)
+
+
+def skip_wait(limit: str) -> None:
+    """This action is served without its ``?wait`` (the held budget, or its network's
+    share of it, is full): the query the operation reads next says ``wait=0``."""
+    args = request.args.to_dict()
+    args["wait"] = "0"
+    request.args = ImmutableMultiDict(args)  # type: ignore[misc]
+    metrics.wait_skipped(limit)
+
+
+def budget_refusal(name: str, cap: int) -> tuple[str, str, int]:
+    """(problem kind, detail, Retry-After seconds) of a refusal at the held budget
+    (``name`` "held") or a network's share of it ("held-network"): one wording, whether
+    the app refuses or the worker does, at the socket (``service.http.gevent_worker``)."""
+    if name == "held":
+        return ("over-capacity",
+                f"open event streams and long-polls hold their share of this worker ({cap}: "
+                "ARENA_HELD_SHARE); ordinary requests and actions are still served; retry "
+                "shortly", HELD_RETRY_AFTER_S)
+    return ("too-many-connections",
+            f"your network (an IPv4 /24 or IPv6 /64) holds its share of this worker's open "
+            f"event streams and long-polls ({cap}: ARENA_HELD_NETWORK_SHARE)", RETRY_AFTER_S)
+
+
+def refuse(name: str, cap: int) -> NoReturn:
+    """Refuse this request at the cap ``name`` (a problem with ``Retry-After``), counted
+    by which cap, and have its connection closed after the answer."""
+    metrics.connection_refused(name)
     close_connection()  # a refused client must not hold its connection idle meanwhile
+    if name in BUDGET:
+        kind, detail, retry_after = budget_refusal(name, cap)
+        raise Problem(kind, detail, headers={"Retry-After": str(retry_after)})
     if name == "spectators":
         raise Problem("over-capacity",
                       f"spectators' event streams hold their share of this worker ({cap}); "
@@ -316,6 +438,23 @@ def admit(endpoint: str | None, bot_id: str | None, query: Any,
     setting, what = _CAP_NAMES[name]
     raise Problem("too-many-connections", f"at most {cap} {what} at once ({setting})",
                   headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
+def refuse_early() -> None:
+    """Before the request is authenticated: a stream or a long-poll the held budget, or
+    its network's share of it, has no room for is refused now, at no Redis command (the
+    token is not looked up). ``admit`` checks again, and takes the slots, after
+    authentication; an action with ``?wait`` is left to it (it is served, without the
+    wait)."""
+    req = request._get_current_object()  # type: ignore[attr-defined]
+    endpoint = req.endpoint
+    if endpoint == "games.act" or waiting_kind(endpoint, req.args) is None:
+        return
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    slots: Slots = app.extensions["slots"]
+    full = slots.full(budget_wanted(app.config, client_address()))
+    if full is not None:
+        refuse(*full)
 
 
 def close_connection() -> None:
@@ -341,8 +480,25 @@ def spectator_cap(cfg: Any) -> int:
     return max(1, int(general_budget(cfg) * share)) if share > 0 else 0
 
 
+def held_cap(cfg: Any) -> int:
+    """Streams and long-polls a worker holds at once (0: no cap)."""
+    share = float(cfg.get("ARENA_HELD_SHARE") or 0)
+    return max(1, int(general_budget(cfg) * share)) if 0 < share < 1 else 0
+
+
+def held_network_cap(cfg: Any) -> int:
+    """Streams and long-polls one network holds at once in a worker (0: no cap)."""
+    share = float(cfg.get("ARENA_HELD_NETWORK_SHARE") or 0)
+    if share <= 0:
+        return 0
+    held = held_cap(cfg) or general_budget(cfg)
+    return max(1, int(held * share))
+
+
 def install(app: Flask) -> None:
-    """The body deadline around the app, and this process's slot counts."""
+    """The body deadline around the app, this process's slot counts, and the held
+    budget's refusals before authentication."""
     app.extensions["slots"] = Slots()
+    app.before_request(refuse_early)
     timeout_s = float(app.config["ARENA_BODY_TIMEOUT"])
     app.wsgi_app = BodyDeadline(app.wsgi_app, timeout_s)  # type: ignore[method-assign]

@@ -39,10 +39,23 @@ request line (``MSG_PEEK``, at most ``SHED_READ_S``): ``GET /healthz``, ``/ready
 ``/metrics`` are served from the reserve (one request, then the connection closes), so a
 probe answers even when one client has taken the rest. One client (an address, an IPv6
 /64: ``connections.client_key``) may hold at most ``ARENA_CLIENT_SHARE`` of the general
-budget; past it its new connections are refused with 429 ``too-many-connections`` (off
-behind a trusted proxy, ``ARENA_TRUSTED_PROXIES``, where every connection is the proxy's).
+budget, and of those its streams and long-polls do not hold (by the app's counts), at
+most that share of what the held budget leaves to ordinary requests, so that one address
+cannot take that room from everyone when streams and polls fill the rest; past either its
+new connections are refused with 429 ``too-many-connections`` (off behind a trusted proxy,
+``ARENA_TRUSTED_PROXIES``, where every connection is the proxy's).
 gunicorn's accept pool is ``SHED_SLOTS`` larger than the cap, so the refusals themselves
-have room.
+have room. These refusals never reach the app, whose ``after_request`` writes the access
+line and counts requests (``service.http.observe``), and gunicorn's own access log is off:
+so the worker writes each one's access line itself (``Refusals``: the same fields, the
+route found in the app's URL map, a request id, and ``limit``: ``worker`` or
+``client-share``) and counts it in the same metrics, and in
+``allfours_connections_refused_total{limit}``. When the app's held budget of streams and
+long-polls, or the client's network's share of it, has no room (``connections``), the
+worker also looks at a new connection's request line (``MSG_PEEK``) and refuses a stream
+or a long-poll itself, in the app's words (``refuse_held``): cheaper than the app's
+refusal, with nothing left to linger, so a flood of them leaves the worker's time to the
+requests it serves.
 
 Deadlines (``service.http.connections``): each write of a response must finish within
 ``ARENA_SEND_TIMEOUT`` seconds, or the connection is dropped (``HeldHeaders``); a request
@@ -58,10 +71,8 @@ touched.
 from __future__ import annotations
 
 import contextlib
-import errno
-import json
-import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gevent
@@ -69,305 +80,30 @@ from gevent.server import StreamServer
 from gunicorn.workers import ggevent
 from gunicorn.workers.ggevent import GeventWorker as _GeventWorker
 
+from service.http.worker_refusals import (
+    SHED_READ_S,
+    Refusals,
+    head_error_answer,
+    peek_line,
+    problem_answer,
+    request_path,
+    shed,
+    wants_probe,
+)
+from service.http.worker_sockets import DRAINING, ClientSocket, HeldHeaders
+
 SHED_SLOTS = 64  # accept-pool room above the cap for connections being refused
 # Connections taken from the listen queue per wake-up (gevent's default). gunicorn takes
 # one when it runs several workers (to spread them); under a flood of connections that
 # left the queue full, a busy worker took one per turn of its loop, and the kernel
 # dropped everyone's SYNs meanwhile, the probes' included (seconds of retransmits).
 ACCEPT_BATCH = 100
-SHED_READ_S = 1.0  # how long a refused connection's request head is waited for
-RETRY_AFTER_S = 1
 DRAIN_MAX_BYTES = 65536  # of a body the app left unread, drained to keep the connection
 DRAIN_IDLE_S = 0.5  # after SIGTERM, how long an idle kept-alive connection stays open
-LINGER_S = 0.25  # a closing connection is read to its end this long (no reset: see above)
 # The drain's end, this long before gunicorn's graceful_timeout: the master SIGKILLs a
 # worker still there at graceful_timeout (whose sockets then close with no answer), and
 # gunicorn's own run loop looks for an empty pool only once a second.
 DRAIN_END_MARGIN_S = 1.5
-_PROBE_LINES = tuple(b"GET %s" % p for p in (b"/healthz", b"/readyz", b"/metrics"))
-
-_REASONS = {400: "Bad Request", 408: "Request Timeout", 414: "URI Too Long",
-            429: "Too Many Requests", 431: "Request Header Fields Too Large",
-            503: "Service Unavailable"}
-_TITLES = {  # as service.arena.problems.KINDS has them (not imported in gunicorn's master)
-    "over-capacity": (503, "The service is at its connection limit; retry shortly"),
-    "shutting-down": (503, "This server is shutting down; retry shortly"),
-    "too-many-connections": (429, "Too many open streams, long-polls or connections"),
-    "malformed-body": (400, "The request body cannot be read"),
-    "bad-request": (400, "Bad request"),
-    "uri-too-long": (414, "The request line is too long"),
-    "header-fields-too-large": (431, "The request's header fields are too large"),
-}
-
-
-def request_path(head: bytes) -> str | None:
-    """The path of the request line at the start of ``head`` (None: not one)."""
-    line = head.split(b"\r\n", 1)[0].split(b" ")
-    return line[1].split(b"?", 1)[0].decode("latin-1") if len(line) == 3 else None
-
-
-def problem_answer(kind: str, detail: str, path: str | None,
-                   retry_after: int | None = None) -> bytes:
-    """A whole HTTP answer that closes the connection: a problem (RFC 9457), with the
-    request's path as ``instance`` when its request line could be read."""
-    status, title = _TITLES[kind]
-    body = json.dumps({"type": f"/problems/{kind}", "title": title, "status": status,
-                       "detail": detail, "instance": path},
-                      separators=(",", ":")).encode()
-    retry = b"Retry-After: %d\r\n" % retry_after if retry_after is not None else b""
-    return (b"HTTP/1.1 %d %s\r\nContent-Type: application/problem+json\r\n%s"
-            b"Connection: close\r\nCache-Control: no-store\r\n"
-            b"Content-Length: %d\r\n\r\n%s"
-            % (status, _REASONS[status].encode(), retry, len(body), body))
-
-
-def shed_response(head: bytes, kind: str = "over-capacity") -> bytes:
-    """The answer to a connection refused at the cap (503 ``over-capacity``) or past its
-    client's share (429 ``too-many-connections``)."""
-    if kind == "over-capacity":
-        detail = ("this worker holds as many connections as it may "
-                  "(ARENA_WORKER_CONNECTIONS); retry shortly")
-    else:
-        detail = ("this client holds as many of this worker's connections as it may "
-                  "(ARENA_CLIENT_SHARE); retry shortly")
-    return problem_answer(kind, detail, request_path(head), RETRY_AFTER_S)
-
-
-def shed(client: Any, kind: str = "over-capacity") -> None:
-    """Refuse ``client`` quickly: read what it sent (so closing does not reset the
-    connection under the answer), answer, close."""
-    head = b""
-    try:
-        client.settimeout(SHED_READ_S)
-        with contextlib.suppress(OSError):
-            head = client.recv(8192)
-        client.sendall(shed_response(head, kind))
-        client.shutdown(2)
-    except OSError:
-        pass
-    finally:
-        client.close()
-
-
-DRAINING = [False]  # this worker process was told to stop (set once, by handle_exit)
-SHUTTING_DOWN_DETAIL = ("this server process is stopping; retry shortly (the same request, "
-                        "with the same Idempotency-Key)")
-
-
-def linger_close(sock: Any, linger_s: float = LINGER_S) -> None:
-    """Half-close ``sock`` (our FIN after whatever was sent), read what the peer still
-    sends for up to ``linger_s`` or until it closes, then close: closing with unread bytes
-    makes the kernel send a reset, which can destroy an answer the peer has not read."""
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_WR)
-    until = time.monotonic() + linger_s
-    try:
-        while True:
-            left = until - time.monotonic()
-            if left <= 0:
-                break
-            sock.settimeout(left)
-            if not sock.recv(65536):
-                break
-    except (OSError, gevent.Timeout):
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            sock.close()
-
-
-class ClientSocket:
-    """A client connection as gunicorn's handler sees it, knowing whether a request is
-    waiting for its answer, so that closing it (a drain, a keep-alive timeout, a greenlet
-    ended) never leaves that request unanswered: see the module docstring."""
-
-    __slots__ = ("_sock", "busy", "closed", "greenlet", "path", "pending", "sent")
-
-    def __init__(self, sock: Any) -> None:
-        self._sock = sock
-        self.busy = False  # a request is being handled
-        self.sent = False  # and its answer has started
-        self.pending = False  # request bytes read while no request was being handled
-        self.closed = False
-        self.greenlet: Any = None
-        self.path: str | None = None  # the request being handled, for a refusal's instance
-
-    @property
-    def idle(self) -> bool:
-        return not (self.busy or self.pending or self.closed)
-
-    def begin(self, path: str | None = None) -> None:
-        self.busy, self.sent, self.pending, self.path = True, False, False, path
-
-    def end(self) -> None:
-        self.busy = False
-
-    def recv(self, *args: Any) -> bytes:
-        data = self._sock.recv(*args)
-        if data and not self.busy:
-            self.pending = True
-        return data
-
-    def recv_into(self, buffer: Any, *args: Any) -> int:
-        n = self._sock.recv_into(buffer, *args)
-        if n and not self.busy:
-            self.pending = True
-        return n
-
-    def sendall(self, data: Any, *args: Any) -> None:
-        self.sent = True
-        self._sock.sendall(data, *args)
-
-    def send(self, data: Any, *args: Any) -> int:
-        self.sent = True
-        return self._sock.send(data, *args)
-
-    def sendfile(self, *args: Any, **kwargs: Any) -> Any:
-        self.sent = True
-        return self._sock.sendfile(*args, **kwargs)
-
-    def _waiting_bytes(self) -> bytes:
-        try:  # a timeout of 0: gevent's recv would otherwise wait for the bytes
-            self._sock.settimeout(0.0)
-            return self._sock.recv(8192, socket.MSG_PEEK)
-        except OSError:
-            return b""
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            # the refusal is for the drain only: outside it, a head that stalled until the
-            # keep-alive timer (a slow or idle client) is closed as before, with no answer
-            cut = DRAINING[0] and ((self.busy and not self.sent) or self.pending)
-            waiting = b"" if cut or not DRAINING[0] else self._waiting_bytes()
-            if cut or waiting:
-                with contextlib.suppress(OSError):
-                    self._sock.settimeout(SHED_READ_S)
-                    self._sock.sendall(problem_answer(
-                        "shutting-down", SHUTTING_DOWN_DETAIL,
-                        request_path(waiting) if waiting else self.path, RETRY_AFTER_S))
-            linger_close(self._sock)
-        except BaseException:  # a greenlet killed while closing: close at least
-            with contextlib.suppress(OSError):
-                self._sock.close()
-            raise
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
-
-
-def wants_probe(client: Any, wait_s: float = SHED_READ_S) -> bool:
-    """Whether the connection's first request line is a probe (``GET /healthz``,
-    ``/readyz``, ``/metrics``), looked at without taking it off the socket (``MSG_PEEK``),
-    for at most ``wait_s`` seconds."""
-    until = time.monotonic() + wait_s
-    seen = b""
-    try:
-        while True:
-            left = until - time.monotonic()
-            if left <= 0:
-                return False
-            client.settimeout(left)
-            seen = client.recv(256, socket.MSG_PEEK)
-            if not seen:
-                return False
-            if b"\r\n" in seen or len(seen) >= 64:
-                break
-            gevent.sleep(0.005)  # the rest of the line is on its way
-    except OSError:
-        return False
-    finally:
-        with contextlib.suppress(OSError):
-            client.settimeout(None)
-    return any(seen.startswith(p) and seen[len(p):len(p) + 1] in (b" ", b"?")
-               for p in _PROBE_LINES)
-
-
-def head_error_answer(exc: BaseException) -> bytes | None:
-    """The problem answer to a request head gunicorn could not parse (None: leave it to
-    gunicorn, e.g. a TLS or proxy-protocol error)."""
-    from gunicorn.http import errors
-
-    text = str(exc)
-    if isinstance(exc, errors.LimitRequestLine):
-        return problem_answer("uri-too-long", text, None)
-    if isinstance(exc, errors.LimitRequestHeaders):
-        return problem_answer("header-fields-too-large", text, None)
-    req = getattr(exc, "req", None)
-    path = getattr(req, "path", None)
-    if isinstance(exc, (errors.InvalidChunkSize, errors.ChunkMissingTerminator,
-                        errors.InvalidChunkExtension, errors.UnsupportedTransferCoding)) or (
-            isinstance(exc, errors.InvalidHeader)
-            and getattr(exc, "hdr", "") in ("CONTENT-LENGTH", "TRANSFER-ENCODING")):
-        return problem_answer("malformed-body", f"the request body cannot be read: {text}",
-                              path)
-    if isinstance(exc, (errors.InvalidRequestLine, errors.InvalidRequestMethod,
-                        errors.InvalidHTTPVersion, errors.InvalidHeader,
-                        errors.InvalidHeaderName, errors.ObsoleteFolding)):
-        return problem_answer("bad-request", text, path)
-    return None
-
-
-class HeldHeaders:
-    """The client socket as one response sees it (see the module docstring): the header
-    block held back for the body, and every write under the send deadline."""
-
-    __slots__ = ("_held", "_sock", "_timeout_s")
-
-    def __init__(self, sock: Any, timeout_s: float = 0.0) -> None:
-        self._sock = sock
-        self._held: bytes | None = None
-        self._timeout_s = timeout_s
-
-    def _sendall(self, data: Any, *args: Any) -> None:
-        if self._timeout_s <= 0:
-            self._sock.sendall(data, *args)
-            return
-        timer = gevent.Timeout(self._timeout_s)
-        timer.start()
-        try:
-            self._sock.sendall(data, *args)
-        except gevent.Timeout as exc:
-            if exc is not timer:
-                raise
-            # a client that does not read: drop it, as a client that left (EPIPE: gunicorn
-            # ends the request quietly, where another error would be logged with a traceback)
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
-            raise BrokenPipeError(errno.EPIPE, "slow reader dropped") from None
-        finally:
-            timer.close()
-
-    def sendall(self, data: Any, *args: Any) -> None:
-        held = self._held
-        if held is not None:
-            self._held = None
-            self._sendall(held + bytes(data), *args)
-            return
-        if (isinstance(data, bytes) and data.startswith(b"HTTP/")
-                and data.endswith(b"\r\n\r\n")):
-            self._held = data  # the header block: wait for the body
-            return
-        self._sendall(data, *args)
-
-    def flush(self) -> None:
-        held = self._held
-        if held is not None:
-            self._held = None
-            self._sendall(held)
-
-    def send(self, data: Any, *args: Any) -> int:
-        self.flush()
-        return self._sock.send(data, *args)
-
-    def sendfile(self, *args: Any, **kwargs: Any) -> Any:
-        self.flush()
-        return self._sock.sendfile(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
 
 
 def shut_down(app: Any) -> None:
@@ -382,6 +118,21 @@ def shut_down(app: Any) -> None:
     arena = extensions.get("arena")
     if arena is not None:
         arena.shut_down()
+
+
+def settle(cfg: Any) -> None:
+    """Each of gunicorn's settings as a plain attribute of this worker's ``Config``.
+    gunicorn reads them per request (``self.cfg.keepalive``, some two dozen times), and
+    ``Config`` answers through ``__getattr__``, which Python calls only once the ordinary
+    lookup has failed and built an ``AttributeError`` with its message: the most costly
+    way there is to read a constant. A worker's settings are fixed for its life (a reload
+    starts new workers), so the values are put where the ordinary lookup finds them; the
+    properties ``Config`` computes (``address``, ``worker_class``...) are left as they are."""
+    kind = type(cfg)
+    values = cfg.__dict__
+    for name, setting in cfg.settings.items():
+        if name not in values and not hasattr(kind, name):
+            values[name] = setting.get()
 
 
 class BatchAccept(StreamServer):
@@ -405,6 +156,7 @@ class GeventWorker(_GeventWorker):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        settle(self.cfg)
         self.cap = self.worker_connections  # the connections served at once
         self.worker_connections = self.cap + SHED_SLOTS  # gunicorn's accept pool
         self.open_connections = 0  # all served connections, the reserve's included
@@ -415,9 +167,18 @@ class GeventWorker(_GeventWorker):
         self.reserve = 0
         self.general = self.cap
         self.per_client = 0  # 0: no share per client
+        # of a client's connections, those its streams and long-polls do not hold: at most
+        # its share of what the held budget leaves to ordinary requests (0: no such bound)
+        self.per_client_other = 0
+        self._held_by: Callable[[str], int] = lambda key: 0
         self.send_timeout_s = 0.0
         self.body_timeout_s = 0.0
         self.clients: set[ClientSocket] = set()  # the served connections, for the drain
+        self.refusals: Refusals | None = None  # the access lines of its own refusals
+        # the held budget's room for a client address (None: room; else the full cap),
+        # from the app's counts (``connections``): None until the app is loaded
+        self.held_full: Callable[[str], tuple[str, int] | None] | None = None
+        self._budget_refusal: Callable[[str, int], tuple[str, str, int]] | None = None
 
     def load_wsgi(self) -> None:
         super().load_wsgi()
@@ -432,6 +193,27 @@ class GeventWorker(_GeventWorker):
         self.send_timeout_s = float(cfg["ARENA_SEND_TIMEOUT"] or 0)
         self.body_timeout_s = float(cfg["ARENA_BODY_TIMEOUT"] or 0)
         self._client_key = connections.client_key
+        self.refusals = Refusals(self.wsgi, str(cfg.get("ARENA_ACCESS_LOG", "1")).lower()
+                                 not in ("0", "false", "no", "off"))
+        slots = getattr(self.wsgi, "extensions", {}).get("slots")
+        if slots is not None and not behind_proxy:  # behind one, the app knows the client
+            app_cfg = self.wsgi.config
+            held = connections.held_cap(app_cfg)
+            if self.per_client and held:
+                self.per_client_other = max(1, int((self.general - held) * share))
+                counts = slots.counts
+
+                def held_by(key: str) -> int:
+                    return (counts.get(("polls-client", key), 0)
+                            + counts.get(("streams-client", key), 0))
+
+                self._held_by = held_by
+
+            def held_full(address: str) -> tuple[str, int] | None:
+                return slots.full(connections.budget_wanted(app_cfg, address))
+
+            self.held_full = held_full
+            self._budget_refusal = connections.budget_refusal
 
     def run(self) -> None:
         ggevent.StreamServer = BatchAccept  # what gunicorn's run() builds its servers from
@@ -443,13 +225,17 @@ class GeventWorker(_GeventWorker):
             key = self._client_key(str(addr[0]))
         reserved = False
         if self.general_open >= self.general:
+            started = time.perf_counter()
             if (self.probes_open >= self.reserve or self.open_connections >= self.cap
                     or not wants_probe(client)):
-                shed(client)
+                self.refuse(client, "over-capacity", "worker", started)
                 return
             reserved = True
-        elif key is not None and self.by_client.get(key, 0) >= self.per_client:
-            shed(client, "too-many-connections")
+        elif key is not None and (
+                self.by_client.get(key, 0) >= self.per_client or (
+                    self.per_client_other and self.by_client.get(key, 0) - self._held_by(key)
+                    >= self.per_client_other)):
+            self.refuse(client, "too-many-connections", "client-share", time.perf_counter())
             return
         self.open_connections += 1
         if reserved:
@@ -463,6 +249,9 @@ class GeventWorker(_GeventWorker):
         conn.greenlet = gevent.getcurrent()
         self.clients.add(conn)
         try:
+            if not reserved and self.refuse_held(client, addr):
+                conn.closed = True
+                return
             super().handle(listener, conn, addr)
         finally:
             self.clients.discard(conn)
@@ -479,6 +268,46 @@ class GeventWorker(_GeventWorker):
                         self.by_client[key] = left
                     else:
                         self.by_client.pop(key, None)
+
+    def refuse(self, client: Any, kind: str, limit: str, started: float) -> None:
+        """``shed`` the connection, and log and count it (``Refusals``)."""
+        refusals = self.refusals
+        if refusals is None:  # the app is not loaded yet: nothing to log with
+            shed(client, kind)
+            return
+        head, rid = shed(client, kind, refusals.request_id)
+        try:
+            refusals.noted(head, rid, kind, limit, started)
+        except Exception:  # a log or a metric failing must not fail the refusal
+            self.log.warning("a refusal was not logged", exc_info=True)
+
+    def refuse_held(self, client: Any, addr: Any) -> bool:
+        """When the held budget, or the client's network's share of it, has no room: a
+        connection whose first request is a stream or a long-poll is refused here, as the
+        app would refuse it (``connections.budget_refusal``), without gunicorn's parser,
+        Flask or a lingering close, so that a flood of them leaves the worker's time to
+        the requests it serves. False: not refused (the app admits or
+        refuses as usual). Counted while it is looked at: see ``handle``."""
+        held_full, refusals = self.held_full, self.refusals
+        if held_full is None or refusals is None or not (isinstance(addr, tuple) and addr):
+            return False
+        full = held_full(str(addr[0]))
+        if full is None:
+            return False
+        started = time.perf_counter()
+        line = peek_line(client, SHED_READ_S, 2048)
+        if not refusals.waits(line):
+            return False
+        name, cap = full
+        assert self._budget_refusal is not None  # set with held_full
+        kind, detail, retry_after = self._budget_refusal(name, cap)
+        head, rid = shed(client, kind, refusals.request_id, lambda head, rid: problem_answer(
+            kind, detail, request_path(head), retry_after, rid))
+        try:
+            refusals.noted(head, rid, kind, name, started)
+        except Exception:  # a log or a metric failing must not fail the refusal
+            self.log.warning("a refusal was not logged", exc_info=True)
+        return True
 
     def handle_exit(self, sig: Any, frame: Any) -> None:
         super().handle_exit(sig, frame)  # alive = False: the run loop stops accepting
@@ -576,3 +405,4 @@ class GeventWorker(_GeventWorker):
         self.log.warning("Invalid request from ip=%s: %s: %s", ip, type(exc).__name__, exc)
         with contextlib.suppress(OSError):
             client.sendall(answer)
+

@@ -61,7 +61,7 @@ control_socket_disable = True
 def post_worker_init(worker: object) -> None:
     """Every worker runs a deadline sweeper (a greenlet under gevent) next to the app:
     move deadlines are enforced and open tournaments re-checked with no client involved.
-    Several sweepers at once are harmless (see ``service.arena.deadlines``); set
+    Several sweepers at once are harmless (see ``service.arena.games.deadlines``); set
     ``ARENA_SWEEPER=0`` to run none (e.g. when a separate process runs them).
 
     First, the app is loaded: what its imports made (modules, classes, schemas, some
@@ -75,17 +75,21 @@ def post_worker_init(worker: object) -> None:
         gc.freeze()
 
     if os.environ.get("ARENA_CALLBACKS", "1") != "0":
-        from service.arena.callback_dispatcher import start_dispatcher
+        from service.arena.webhooks.dispatcher import start_dispatcher
 
         # webhook bots are called from every worker too (ARENA_CALLBACKS=0: not this one)
         start_dispatcher(worker.wsgi)  # type: ignore[attr-defined]
     if os.environ.get("ARENA_SWEEPER", "1") == "0":
         return
-    from service.arena.deadlines import start_sweeper
-    from service.arena.ladder import start_matchmaker
+    from service.arena.games.deadlines import start_sweeper
+    from service.arena.ladder.ladders import start_matchmaker
 
     start_sweeper(worker.wsgi)  # type: ignore[attr-defined]
-    # the ladder's matchmaker, likewise in every worker (see ``service.arena.ladder``)
+    # the tournament clock, likewise: starts tournaments at their time, makes the schedule's
+    from service.arena.tournaments.schedule import start_clock
+
+    start_clock(worker.wsgi)  # type: ignore[attr-defined]
+    # the ladder's matchmaker, likewise in every worker (see ``service.arena.ladder.ladders``)
     start_matchmaker(worker.wsgi)  # type: ignore[attr-defined]
 
 
@@ -125,7 +129,7 @@ _analysis_supervisor: list[object] = []
 
 
 def when_ready(server: object) -> None:
-    """The post-game analysis workers (``service.arena.analyses``): processes of their own
+    """The post-game analysis workers (``service.arena.analyses.worker``): processes of their own
     next to the gunicorn workers (CPU-bound, they would hold a gunicorn worker's GIL),
     ``ARENA_ANALYSIS_WORKERS`` of them (default 1; 0: none), under one supervisor that
     restarts a dead one and leaves when this arbiter does."""
@@ -139,7 +143,7 @@ def when_ready(server: object) -> None:
 
         # SIGTERMed by Linux if this arbiter dies without its on_exit (a SIGKILL)
         _analysis_supervisor.append(subprocess.Popen(
-            [sys.executable, "-m", "service.arena.analyses"], preexec_fn=die_with_parent))
+            [sys.executable, "-m", "service.arena.analyses.worker"], preexec_fn=die_with_parent))
 
 
 def on_exit(server: object) -> None:

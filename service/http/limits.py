@@ -3,10 +3,10 @@ client address, so that neither a runaway client nor a token guesser can take th
 service for itself.
 
 **The budget** (``ARENA_RATE_LIMIT`` requests per ``ARENA_RATE_WINDOW`` seconds, a fixed
-window) is counted per bot once its token is known (``b<bot id>``), per client address
-for requests without one (``a<address>``), in one Redis counter per window
-(``{p}rl:{who}:{window number}``). Every limited answer says where the caller stands in
-the IETF fields (draft-ietf-httpapi-ratelimit-headers)::
+window) is counted per bot once its token is known (``b<bot id>``), per client for
+requests without one (``a<client>``: an IPv4 address, an IPv6 /64, ``client_key``), in
+one Redis counter per window (``{p}rl:{who}:{window number}``). Every limited answer
+says where the caller stands in the IETF fields (draft-ietf-httpapi-ratelimit-headers)::
 
     RateLimit-Policy: "default";q=<quota>;w=<window seconds>
     RateLimit: "default";r=<requests left>;t=<seconds until the window resets>
@@ -67,8 +67,8 @@ from typing import Any, NoReturn
 from flask import Flask, Response, current_app, request
 
 from service import metrics
-from service.addresses import network_of, unmapped
-from service.arena.problems import Problem
+from service.addresses import client_of, network_of, unmapped
+from service.arena.core.problems import Problem
 from service.storage.hits import PendingHit, pending_hit
 from service.storage.store import Store
 
@@ -90,7 +90,7 @@ POLICY = "default"
 
 # Views whose first Redis call reads a game: their budget hit rides along with that read
 # (one round trip, ``Store.get_game_and_idem``) instead of a round trip of its own.
-FUSED = frozenset({"api.act", "api.turn", "api.get_game"})
+FUSED = frozenset({"games.act", "games.turn", "games.get_game"})
 
 
 def reject(detail: str, ttl_ms: int) -> NoReturn:
@@ -103,8 +103,27 @@ def reject(detail: str, ttl_ms: int) -> NoReturn:
 def client_address() -> str:
     """The client's address (after ``ProxyFix``, when proxies are trusted); an IPv4-mapped
     IPv6 address (``::ffff:a.b.c.d``, a dual-stack listener's view of an IPv4 client) is
-    that IPv4 address, so one client is one counter however its socket spells it."""
+    that IPv4 address, so one client is one counter however its socket spells it. ``-``
+    when the request has none (what counts uses ``counted_address``)."""
     return unmapped(request.remote_addr)
+
+
+def counted_address() -> str:
+    """``client_address`` for a count: a request with no address (a server on a Unix
+    socket behind a proxy that does not pass it on) is refused, 400, rather than counted:
+    every limit counts a client by its address, and without one every such client would
+    count in one bucket, where one of them could shut the others out."""
+    if not request.remote_addr:
+        raise Problem("bad-request", "the service cannot tell this client's address, by "
+                      "which its limits count it (behind a proxy: ARENA_TRUSTED_PROXIES and "
+                      "X-Forwarded-For)")
+    return client_address()
+
+
+def client_key() -> str:
+    """The client a request counts as (``service.addresses.client_of``: an IPv4 address,
+    an IPv6 /64), for the request budget and every per-client count."""
+    return client_of(counted_address())
 
 
 def _store() -> Store:
@@ -136,14 +155,16 @@ def _check(limit: int, window: int, count: int, ttl_ms: int) -> None:
         reject(f"more than {limit} requests in {window} s", ttl_ms)
 
 
-def count_request(who: str) -> None:
-    """Count one request against ``who``'s budget (``b<bot>`` or ``a<address>``); for a
-    view that reads a game first, the count rides with that read."""
+def count_request(who: str | None) -> None:
+    """Count one request against ``who``'s budget (``b<bot>``; None: this client's,
+    ``a<client>``); for a view that reads a game first, the count rides with that read."""
     _quota.set(None)
     cfg = current_app.config
     limit, window = cfg["ARENA_RATE_LIMIT"], cfg["ARENA_RATE_WINDOW"]
     if not limit:
         return
+    if who is None:
+        who = "a" + client_key()
     check = functools.partial(_check, limit, window)
     if request.endpoint in FUSED:
         pending_hit.set(PendingHit(who, window, check, limit))
@@ -182,7 +203,7 @@ client_network = network_of
 def _counters(kind: str, address_limit: int, network_limit: int
               ) -> list[tuple[str, int, str]]:
     """(counter, limit, whose) for each failure count that is on (a limit of 0: off)."""
-    address = client_address()
+    address = counted_address()
     out = []
     if address_limit:
         out.append((f"{kind}:{address}", address_limit, "this address"))
@@ -210,15 +231,26 @@ def bot_for_token(token: str) -> str | None:
     (its own request budget still applies). Only an unknown token is counted, against
     the address and its network, in the same step as the lookup; past either limit the
     failure is a 429 with Retry-After instead of a 401."""
+    store = _store()
+    known = store.known_bot(token)
+    if known is not None and request.remote_addr:  # (no address: refused as below)
+        return known
     cfg = current_app.config
     window = cfg["ARENA_AUTH_FAILURE_WINDOW"]
     counters = _counters("fail", cfg["ARENA_AUTH_FAILURE_LIMIT"],
                          cfg["ARENA_AUTH_FAILURE_NETWORK_LIMIT"])
-    bot_id, counts = _store().guarded_bot_for_token(token, [c for c, _, _ in counters],
-                                                    window)
+    bot_id, counts = store.guarded_bot_for_token(token, [c for c, _, _ in counters], window)
     if bot_id is None:
         _over(counters, counts, "failed authentications", window)
     return bot_id
+
+
+def is_bot_token(token: str) -> bool:
+    """Whether ``token`` is a bot's, counting nothing: an operation that takes a bot's
+    token or the admin's asks first, so that a wrong admin token counts once, as an admin
+    failure (``admin_attempt``), not also as a failed bot token."""
+    bot_id, _ = _store().guarded_bot_for_token(token, [], 1)
+    return bot_id is not None
 
 
 def admin_attempt(compare: Callable[[], bool]) -> bool:

@@ -9,7 +9,7 @@ import hmac
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from service.arena.problems import Problem
+from service.arena.core.problems import Problem
 from service.metrics import exposition, start_flusher
 
 
@@ -27,6 +27,7 @@ def install(app: Flask) -> None:
                 raise Problem("unauthorized", "send Authorization: Bearer <metrics token>")
             if not hmac.compare_digest(token.strip().encode(), expected.encode()):
                 raise Problem("forbidden", "this needs the metrics token")
-        body = exposition(app.extensions["arena"].store)
+        body = exposition(app.extensions["arena"].store,
+                          float(app.config.get("ARENA_MEMORY_ALARM") or 0))
         return Response(body, mimetype=CONTENT_TYPE_LATEST.split(";")[0],
                         headers={"Cache-Control": "no-store"})

@@ -1,5 +1,5 @@
 """``openapi.yaml`` generated from the code: the routes' ``@operation`` declarations and
-the marshmallow schemas. ``tests/service/test_openapi.py`` fails when the committed file
+the marshmallow schemas. ``tests/service/http/test_openapi.py`` fails when the committed file
 differs from what this writes, so the contract cannot drift.
 
 Regenerate with ``python -m service.http.openapi > openapi.yaml``.
@@ -15,17 +15,64 @@ from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Flask
 
-from service.arena.problems import KINDS
-from service.http import callback_schemas as cs
-from service.http import limits, quotas
+from service.arena.core.problems import KINDS
+from service.http import limits, quotas, versions
+from service.http.api import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
+from service.http.games import record_schemas as sr
 from service.http.openapi_clients import event_stream_schema, for_generators
-from service.http.routes import JSON_MAX_DEPTH, MAX_BODY_BYTES, Operation, operations
+from service.http.openapi_webhooks import webhooks
 from service.http.schemas import common as sc
-from service.http.schemas import record as sr
 from service.http.schemas import variants as sv
+from service.http.webhooks import schemas as cs
 
 TITLE = "All Fours Arena"
-VERSION = "0.1.0"
+VERSION = versions.CURRENT  # the API version (the `Arena-Api-Version` header) is the document's
+
+# operationIds by view (blueprint.function): the name every generated method takes. A view
+# not listed is named after its function (``get_game`` -> ``getGame``).
+OPERATION_IDS = {
+    "games.join": "joinSeat",
+    "games.turn": "waitForTurn",
+    "games.act": "act",
+    "games.events": "streamGameEvents",
+    "games.record": "getRecord",
+    "games.my_turns": "listMyTurns",
+    "tournaments.events": "streamTournamentEvents",
+    "tournaments.house_bots": "listHouseBots",
+    "tournaments.leaderboard": "getLeaderboard",
+    "tournaments.get_standings": "getStandings",
+    "tournaments.tournament_schedule": "getTournamentSchedule",
+    "tournaments.export_tournament_csv": "exportTournamentCsv",
+    "accounts.create_bot": "registerBot",
+    "accounts.suspensions": "listSuspensions",
+    "accounts.lift_bot": "liftBotSuspension",
+    "accounts.lift_owner": "liftOwnerSuspension",
+    "accounts.my_invitations": "listMyInvitations",
+    "accounts.put_policy": "setPolicy",
+    "analyses.ask_analysis": "requestAnalysis",
+    "ladder.ladder_history": "getLadderHistory",
+    "ladder.ladder_standings": "getLadderStandings",
+    "ladder.get_entry": "getLadderEntry",
+    "webhooks.put_callback": "setCallback",
+    "webhooks.get_deliveries": "listDeliveries",
+    "archive.owner_me": "getMyOwner",
+    "health.healthz": "healthz",
+    "health.readyz": "readyz",
+}
+
+# Tags, declared with what they group (a tag a view uses and this does not list is declared
+# with a plain sentence, so a new domain never breaks the document).
+TAGS = {
+    "bots": "Register bots, their settings, invitations, callbacks and turns",
+    "games": "Create, join, watch and play games; records and analyses",
+    "tournaments": "Organize, enter and follow tournaments; the leaderboard",
+    "ladders": "Rated games against bots of similar strength, on demand",
+    "admin": "The operator's operations (the admin token)",
+    "health": "Liveness and readiness probes",
+}
+
+SERVERS = [{"url": "http://localhost:8000",
+            "description": "`allfours serve` on this machine (its default port)"}]
 
 _RATES = f"""\
 **Rate limits.** Each bot has a budget of requests per fixed window: by default
@@ -76,8 +123,10 @@ that errors cite, are in the project's `docs/rules.md` (each rule at its anchor,
 3. Loop: `GET /games/{id}/turn` (long-poll) until `view.your_turn`, then
    `POST /games/{id}/actions` with one of `view.legal_actions`.
 
-Tournaments (`POST /tournaments`, admin only) create their games themselves; an entrant
-finds its turns with `GET /bots/me/turns`.
+Tournaments create their games themselves: any owner organizes one with a token of one of
+its bots (`POST /tournaments`); a bot finds one (`GET /tournaments?status=registering`),
+enters it with its own token (`POST /tournaments/{id}/entrants`) and finds its turns, and
+notices of its tournaments, with `GET /bots/me/turns`.
 
 **Move deadlines.** A game with a `move_limit` gives each decision that many seconds
 (`view.deadline`, `view.time_left`; the service's clock). When time runs out the service
@@ -97,17 +146,36 @@ start + `move_limit` + `bank_left`: the service plays only once the bank is empt
 `text/csv` for `/tournaments/{tournament_id}/export.csv`;
 an `Accept` header that admits none of an operation's types gets 406 (no `Accept`, or
 `*/*`, admits all). A browser asking for `text/html` at `/games/{game_id}`,
-`/tournaments/{tournament_id}` or `/bots/{bot_id}` gets the page for people instead.
+`/tournaments/{tournament_id}`, `/bots/{bot_id}`, `/ladders` or `/ladders/{name}` gets the
+page for people instead.
 
-**Closed shapes.** Every response object lists all its members
-(`additionalProperties: false`); optional members are described where they appear.
+**Versions.** Send `Arena-Api-Version: """ + versions.CURRENT + """` (optional; without
+it, the newest version answers) and every answer says which version answered it. A
+version this service does not serve is 400 `/problems/unknown-api-version`. Within a
+version, answers may gain members, operations may gain optional parameters, and new
+problem types and event kinds may appear; anything else (removing or renaming a member, a
+new required parameter, a changed meaning) comes as a new dated version, and an older
+version is served for at least 12 months after its successor, its answers carrying
+`Deprecation` and `Sunset` headers (RFC 9745, RFC 8594) meanwhile (docs/versions.md).
 
-**Tokens.** Where an operation has no security requirement, `Authorization` is
-ignored entirely: any token, valid or not, answers exactly as no token (so a client may send
-its token on every request). Where a token is optional (a game's view, `/turn`,
-`/events`, `/record`) one that is present must be valid: an unknown or malformed token
-is 401, never a quiet spectator view. Where a token is required, a missing or unknown
-one is 401; the admin operation answers 401 without a token and 403 with any other.
+**Open answers.** A response object may gain members within a version: ignore members you
+do not know (the schemas do not say `additionalProperties: false` on answers). Requests
+stay strict: an unknown member of a request body is 422. An optional member of a request
+may be left out or sent as `null`, which means the same.
+
+**Problem types.** Every problem's `type` is a page: `GET /problems/<kind>` says what
+happened and what a bot should do, as HTML, `text/markdown` or JSON (`Accept`).
+
+**Tokens.** Where an operation has no security requirement (`security: []`),
+`Authorization` is ignored entirely: any token, valid or not, answers exactly as no token
+(so a client may send its token on every request). Where a token is optional (a game's
+view, `/turn`, `/events`, `/record`) one that is present must be valid: an unknown or
+malformed token is 401, never a quiet spectator view; but an empty one, or `None`,
+`null` or `undefined` (what a generated client sends when it has none), is no token.
+Where a token is required, a missing or unknown one is 401; the admin operations answer
+401 without a token and 403 with any other (saying so when the service has no admin token
+configured); the organizer's operations take a bot's token (its owner's tournaments) or
+the admin token (every tournament).
 
 """ + _RATES + _QUOTAS + """
 Every view carries a `version`; send it back (`version` or `If-Match`) to refuse an action
@@ -119,20 +187,26 @@ if the game moved on, and an `Idempotency-Key` to retry safely. Every error is
 
 _STATUS_TEXT = {
     400: "Malformed JSON or bad request (`/problems/malformed-json`, `/problems/bad-request`); "
+    "an `Arena-Api-Version` this service does not serve (`/problems/unknown-api-version`); "
     f"a body may be nested at most {JSON_MAX_DEPTH} levels (arrays and objects); a body "
     "whose framing cannot be read (a malformed chunk size, a missing chunk terminator, a "
     "bad trailer, a bad Content-Length) is `/problems/malformed-body` and the connection "
-    "closes",
+    "closes; a request whose client address the service cannot tell (a proxy that does "
+    "not pass it on) is `/problems/bad-request`: every limit counts a client by it",
     401: "Missing, malformed or unknown bearer token (`/problems/unauthorized`)",
     403: "Your bot does not hold that seat (`/problems/forbidden-seat`), the call needs "
     "the admin token (`/problems/forbidden`), or only the entrant itself may do it "
-    "(`/problems/forbidden-entrant`)",
+    "(`/problems/forbidden-entrant`), or only the tournament's organizer "
+    "(`/problems/not-organizer`), or a tournament's entry condition refuses the bot "
+    "(`/problems/entry-...`, each condition its own type)",
     404: "No such game, bot, seat or tournament (`/problems/not-found`)",
     409: "Conflict with the game as it is now: `/problems/illegal-action` (with the `rule` "
     "broken, e.g. R14, and `rule_doc`, where it is explained: `docs/rules.md#r14`), "
     "`/problems/not-your-turn` (R23), `/problems/version-conflict` (with "
     "`current_version`), `/problems/seat-taken`, `/problems/game-not-started`; or with the "
-    "tournament as it is now: `/problems/tournament-over` (finished or cancelled)",
+    "tournament as it is now: `/problems/tournament-over` (finished or cancelled), "
+    "`/problems/entry-closed`, `/problems/tournament-full`, "
+    "`/problems/entry-one-per-owner`",
     406: "The Accept header admits none of the media types this operation answers with "
     "(`/problems/not-acceptable`): send `application/json` (or `*/*`, or no Accept)",
     408: "The body did not arrive within the service's body deadline (`ARENA_BODY_TIMEOUT`, "
@@ -141,6 +215,11 @@ _STATUS_TEXT = {
     412: "If-Match is stale (`/problems/precondition-failed`, with `current_version`)",
     413: f"Body too large (`/problems/payload-too-large`): a body may be at most {MAX_BODY_BYTES} "
     "bytes, with or without Content-Length",
+    414: "The request line is too long (`/problems/uri-too-long`); answered before the "
+    "request is read, so the connection closes and `instance` is an id of the occurrence",
+    431: "The request's header fields are too large (`/problems/header-fields-too-large`); "
+    "answered before the request is read, so the connection closes and `instance` is an "
+    "id of the occurrence",
     415: "The body is not JSON by its Content-Type (`/problems/unsupported-media-type`): "
     "send `Content-Type: application/json` (or another `+json` type) with a body; an "
     "empty body needs no Content-Type",
@@ -150,7 +229,8 @@ _STATUS_TEXT = {
     429: "Rate limited (`/problems/rate-limited`): the bot's (or address's) request budget "
     "is spent, or this client address failed authentication too often; or this client "
     "(address, IPv6 /64) or bot holds as many open event streams, long-polls or "
-    "connections as it may (`/problems/too-many-connections`); retry after Retry-After",
+    "connections as it may (`/problems/too-many-connections`); or a tournament quota "
+    "(`/problems/tournament-quota`, `/problems/entry-quota`); retry after Retry-After",
     503: "Redis unavailable (`/problems/service-unavailable`), or the service is at its "
     "connection limit (`/problems/over-capacity`); retry after Retry-After",
 }
@@ -172,6 +252,8 @@ _RATE_LIMIT_FIELDS = {
 
 
 _SUCCESS = {200: "OK", 201: "Created", 204: "No Content"}
+_VERSION_PARAM = "ArenaApiVersion"  # apispec makes a component's name a $ref
+_VERSION_HEADER = {versions.HEADER: versions.HEADER}
 
 
 def _path(rule: str) -> str:
@@ -200,14 +282,14 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     if op.query is not None:
         params.append({"in": "query", "schema": op.query})
     params.extend(op.headers_in)
+    params.append(_VERSION_PARAM)
     out: dict[str, Any] = {
         "operationId": op_id,
         "summary": op.summary,
         "tags": list(op.tags),
         "parameters": params,
     }
-    if op.description:
-        out["description"] = op.description
+    out["description"] = op.description or op.summary
     if op.body is not None:
         media: dict[str, Any] = {"schema": op.body}
         if op.example is not None:
@@ -225,24 +307,34 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     ok: dict[str, Any] = {"description": _SUCCESS[op.status]}
     if content or op.status != 204:
         ok["content"] = content
-    if op.response_headers or op.limited:
-        ok["headers"] = {**op.response_headers, **(_RATE_LIMIT_FIELDS if op.limited else {})}
+    ok["headers"] = {**op.response_headers, **(_RATE_LIMIT_FIELDS if op.limited else {}),
+                     **_VERSION_HEADER}
     if op.status == 201:
         ok["headers"] = {**ok.get("headers", {}), "Location": {
             "description": "the new resource's path", "schema": {"type": "string"}}}
     if op.links:
         ok["links"] = op.links
     responses: dict[str, Any] = {str(op.status): ok}
-    responses.update({str(code): answer for code, answer in op.more.items()})
-    codes = set(op.errors) | {406, 429, 503}
+    for code, answer in op.more.items():
+        more = dict(answer)
+        if op.limited:  # a 202 or 304 is counted like the success it stands for
+            more["headers"] = {**more.get("headers", {}), **_RATE_LIMIT_FIELDS}
+        responses[str(code)] = more
+    # 414 and 431 come from the worker before any route is known: any operation may get them
+    codes = set(op.errors) | {400, 406, 414, 429, 431, 503}
     if op.auth == "admin":
         codes |= {401, 403}
         out["security"] = [{"admin": []}]
+    elif op.auth == "organizer":
+        codes |= {401, 403}
+        out["security"] = [{"bearer": []}, {"admin": []}]
     elif op.auth is not None:
         codes.add(401)
-        codes.add(403)  # a suspended bot's token (`suspended`, service.arena.owners)
+        codes.add(403)  # a suspended bot's token (`suspended`, service.arena.accounts.owners)
         # optional: anonymous ({}) first, as the generators that read it look for it
         out["security"] = [{"bearer": []}] if op.auth == "required" else [{}, {"bearer": []}]
+    else:
+        out["security"] = []  # public: no token needed, and one sent is ignored
     if op.body is not None:
         codes |= {400, 408, 413, 415, 422}
     if op.query is not None or op.headers_in:
@@ -257,13 +349,22 @@ def _operation(op: Operation, method: str, path_params: list[str], op_id: str) -
     return out
 
 
+def operation_id(endpoint: str) -> str:
+    """The operationId of a view: ``OPERATION_IDS``, else its function's name in camelCase."""
+    if endpoint in OPERATION_IDS:
+        return OPERATION_IDS[endpoint]
+    first, *rest = endpoint.rsplit(".", 1)[-1].split("_")
+    return first + "".join(w.capitalize() for w in rest)
+
+
 def build_spec(app: Flask) -> APISpec:
     spec = APISpec(
         title=TITLE,
         version=VERSION,
         openapi_version="3.1.0",
         plugins=[MarshmallowPlugin()],
-        info={"description": DESCRIPTION, "license": {"name": "MIT", "identifier": "MIT"}},
+        info={"description": DESCRIPTION, "license": {"name": "MIT", "identifier": "MIT"},
+              "contact": {"name": "the operator of the service that served this document"}},
     )
     spec.components.security_scheme(
         "bearer", {"type": "http", "scheme": "bearer", "description": "token from POST /bots"}
@@ -274,29 +375,35 @@ def build_spec(app: Flask) -> APISpec:
          "description": "the service's admin token (ARENA_ADMIN_TOKEN)"},
     )
     spec.components.schema("Problem", schema=sc.ProblemSchema)
+    spec.components.parameter("ArenaApiVersion", "header", {
+        "name": versions.HEADER, "required": False,
+        "description": "the API version to answer under (a date); omitted: the newest. A "
+        "version this service does not serve is 400 `/problems/unknown-api-version`",
+        "schema": {"type": "string", "enum": sorted(versions.SERVED)}})
+    spec.components.header(versions.HEADER, {
+        "description": "the API version this answer was made under (docs/versions.md)",
+        "schema": {"type": "string", "pattern": versions.VERSION_RE}})
     for name, header in _RATE_LIMIT_FIELDS.items():  # shared by the counted problems
         spec.components.header(name, header)
     spec.components.schema("Variants", schema=sv.VariantsOut)
     spec.components.schema("CallbackRequest", schema=cs.CallbackRequest)
     spec.components.schema("CallbackAnswer", schema=cs.CallbackAnswer)
     spec.components.schema("VerifyRequest", schema=cs.VerifyRequest)
+    spec.components.schema("TournamentNoticeRequest", schema=cs.TournamentNoticeRequest)
     spec.components.schema("VerifyAnswer", schema=cs.VerifyAnswer)
     for schema in sr.EVENTS.values():
         spec.components.schema(schema.__name__, schema=schema)
-    spec.components.schema("Event", {
-        "description": "One server-sent event's data, by its `type`.",
-        "oneOf": [{"$ref": f"#/components/schemas/{c.__name__}"} for c in sr.EVENTS.values()],
-        "discriminator": {"propertyName": "type", "mapping": {
-            t: f"#/components/schemas/{c.__name__}" for t, c in sr.EVENTS.items()}},
-    })
     by_path: dict[str, dict[str, Any]] = {}
+    endpoints = {(r.rule, m.lower()): r.endpoint for r in app.url_map.iter_rules()
+                 for m in r.methods or ()}
     for rule, method, op in operations(app.url_map.iter_rules(), app.view_functions):
         path = _path(rule)
         names = re.findall(r"{([a-z_]+)}", path)
-        op_id = method + "".join(
-            p.capitalize() for p in re.split(r"[/_{}.-]+", path) if p
-        )
-        by_path.setdefault(path, {})[method] = _operation(op, method, names, op_id)
+        by_path.setdefault(path, {})[method] = _operation(
+            op, method, names, operation_id(endpoints[rule, method]))
+    ids = [op["operationId"] for ops in by_path.values() for op in ops.values()]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"operationIds repeat: {sorted(i for i in ids if ids.count(i) > 1)}")
     known = {op["operationId"] for ops in by_path.values() for op in ops.values()}
     for ops in by_path.values():
         for op in ops.values():
@@ -321,18 +428,35 @@ def _seats_per_players(doc: dict[str, Any]) -> None:
     ]
 
 
+def _absent(member: str) -> dict[str, Any]:
+    """Not sent: left out, or null (an optional member sent as null is not sent)."""
+    return {"properties": {member: {"type": "null"}}}
+
+
 def _tournament_rules(doc: dict[str, Any]) -> None:
     """``TournamentCreate``'s cross-field rules (its ``validates_schema``), which
-    marshmallow cannot export: ``rounds`` is for Swiss only (not round robin, not
-    knockout); with trusted duplicate
+    marshmallow cannot export: ``rounds`` is for Swiss only (not round robin, knockout or
+    arena); ``duration`` for an arena, which needs one; ``code`` for a private
+    registration only; with trusted duplicate
     twins (``trusted`` and ``duplicate`` not false) ``games_per_pairing`` is even; and
     ``duplicate: true`` without ``trusted`` needs 4 entrants (two tables a round)."""
     create = doc["components"]["schemas"]["TournamentCreate"]
     create["allOf"] = [
-        {  # rounds: Swiss only (a knockout's follow from its entrants)
-            "if": {"properties": {"format": {"enum": ["round_robin", "knockout"]}},
+        {  # rounds: Swiss only (a knockout's follow from its entrants; an arena has one)
+            "if": {"properties": {"format": {"enum": ["round_robin", "knockout", "arena"]}},
                    "required": ["format"]},
-            "then": {"not": {"required": ["rounds"]}},
+            "then": _absent("rounds"),
+        },
+        {  # an arena has a duration, and only an arena
+            "if": {"properties": {"format": {"const": "arena"}}, "required": ["format"]},
+            "then": {"required": ["duration"],
+                     "properties": {"duration": {"not": {"type": "null"}}}},
+            "else": _absent("duration"),
+        },
+        {  # a join code: private tournaments only
+            "if": {"not": {"properties": {"registration": {"const": "private"}},
+                           "required": ["registration"]}},
+            "then": _absent("code"),
         },
         {
             "if": {"properties": {"trusted": {"const": True},
@@ -347,118 +471,6 @@ def _tournament_rules(doc: dict[str, Any]) -> None:
             "then": {"properties": {"entrants": {"minItems": 4}}},
         },
     ]
-
-
-_WEBHOOK_HEADERS = [
-    {"name": "Arena-Timestamp", "in": "header", "required": True,
-     "description": "unix seconds when the request was signed (the service's clock): refuse "
-     "one more than a minute from yours",
-     "schema": {"type": "string", "pattern": "^[0-9]{1,12}$"}},
-    {"name": "Arena-Signature", "in": "header", "required": True,
-     "description": "`sha256=` and the lower-case hex HMAC-SHA256, keyed with your secret's "
-     "UTF-8 bytes (from `PUT /bots/me/callback`), of the timestamp, a `.`, and the exact "
-     "body bytes; compare in constant time",
-     "schema": {"type": "string", "pattern": "^sha256=[0-9a-f]{64}$"}},
-    {"name": "Arena-Delivery", "in": "header", "required": True,
-     "description": "the request's id (the body's `delivery`): refuse one you have seen",
-     "schema": {"type": "string"}},
-    {"name": "Arena-Event", "in": "header", "required": True,
-     "description": "`verify`, `turn`, `start`, `end` or `invitation` (the body's `event`)",
-     "schema": {"type": "string", "enum": ["verify", "turn", "start", "end", "invitation"]}},
-]
-
-_WEBHOOK_TEXT = """\
-Sent by the service to a bot's callback URL (`PUT /bots/me/callback`) from any of its
-processes, over one pool of keep-alive connections. The connection goes only to a public
-address or one inside the operator's `ARENA_CALLBACK_NETWORKS` (checked on the address
-resolved at connection time); redirects are not followed (a 3xx is a failed call) and at
-most `ARENA_CALLBACK_MAX_BYTES` (16384 by default) of the answer are read, uncompressed.
-The whole call — connecting, retries, reading — must fit in the time before the move
-deadline (less a margin) and in `ARENA_CALLBACK_TIMEOUT` (10 s by default). A call is
-retried (at most `ARENA_CALLBACK_RETRIES` times, 2 by default, each a new `delivery` id
-and signature) only when no answer arrived: the connection was refused, reset, or timed
-out while connecting. An answer of any kind is final. Nothing but `verify` is sent to a
-URL until it has passed its verification, and at most `ARENA_CALLBACK_HOST_RATE` calls a
-second (300 by default) go to one host, across every bot: a call past it is not made
-(`host-rate-limited`).
-"""
-
-
-def webhooks() -> dict[str, Any]:
-    """The requests the service sends (OpenAPI 3.1 ``webhooks``), so a bot author can
-    generate the server side too."""
-    body = {"required": True, "content": {"application/json": {
-        "schema": {"$ref": "#/components/schemas/CallbackRequest"}}}}
-    turn = {
-        "operationId": "callbackTurn",
-        "summary": "Your turn: answer with the action to play",
-        "description": _WEBHOOK_TEXT + """
-Answer `200` with `{"action": "<one of view.legal_actions>"}` before `deadline`. The
-service applies it as `POST /games/{game_id}/actions` with `version` = the request's
-`version` and `Idempotency-Key: callback-<version>`: the same rules, refusals and
-idempotency, so a turn delivered twice (a process died mid-call and another called
-again) applies at most one action, and an answer to a position that has moved on is
-refused, never applied to the new one. Any other answer — another status, a body that is
-not an action, an illegal action, no answer in time — applies nothing: the seat keeps its
-turn (you may still act by pull) and at the deadline gets the default action. Each
-delivery's outcome is in `GET /bots/me/callback/deliveries`, and the next `turn` in that
-game carries the last failed one as `last_failure`.
-""",
-        "parameters": _WEBHOOK_HEADERS,
-        "requestBody": body,
-        "responses": {
-            "200": {"description": "the action to play", "content": {"application/json": {
-                "schema": {"$ref": "#/components/schemas/CallbackAnswer"},
-                "example": {"action": "AS"}}}},
-            "default": {"description": "anything else: nothing is applied (see above)"},
-        },
-    }
-
-    def note(event: str, what: str) -> dict[str, Any]:
-        return {"post": {
-            "operationId": f"callback{event.capitalize()}",
-            "summary": what,
-            "description": _WEBHOOK_TEXT + "\nThe answer is ignored (any 2xx is recorded "
-            "as `delivered`). Queued by the process that saw the game start or end and "
-            "retried where no answer came; a process that dies between the change and "
-            "queueing it loses the notification (the game itself is unaffected).",
-            "parameters": _WEBHOOK_HEADERS,
-            "requestBody": body,
-            "responses": {"2XX": {"description": "received"}},
-        }}
-
-    verify = {
-        "operationId": "callbackVerify",
-        "summary": "Verify your URL: echo the challenge",
-        "description": _WEBHOOK_TEXT + """
-The first request a new callback URL gets, about a second after `PUT /bots/me/callback`
-(so you have kept the secret from its answer), signed like every other. Answer `200` with
-`{"challenge": "<the request's challenge>"}` (or the bare challenge as the whole body, as
-`text/plain`). Until a URL has passed it is sent nothing else: its seats' turns fall to
-the move deadline's default action and `start`/`end` wait. Another answer (another status,
-no echo, no answer in time) fails the attempt: it is sent again after 4, 15 and 60 s, then
-the URL is `failed` until `POST /bots/me/callback/verify`. Each attempt is a delivery record
-(`event: verify`); `GET /bots/me/callback` shows `verified` and the `verification`.
-""",
-        "parameters": _WEBHOOK_HEADERS,
-        "requestBody": {"required": True, "content": {"application/json": {
-            "schema": {"$ref": "#/components/schemas/VerifyRequest"}}}},
-        "responses": {
-            "200": {"description": "the challenge, echoed", "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/VerifyAnswer"},
-                                     "example": {"challenge": "pVQ3f1aT9x0bYk2N5cE8sH4u"}},
-                "text/plain": {"schema": {"type": "string"}}}},
-            "default": {"description": "anything else: the URL is not verified"},
-        },
-    }
-    return {
-        "verify": {"post": verify},
-        "turn": {"post": turn},
-        "start": note("start", "A game you sit in has begun (every seat taken)"),
-        "end": note("end", "A game you sit in is over (`view` shows every card)"),
-        "invitation": note("invitation", "Another owner's bot invites you to a game "
-                           "(`invitation`): accept or decline it by API before it expires"),
-    }
 
 
 class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
@@ -484,7 +496,14 @@ def spec_yaml(app: Flask) -> str:
     _tournament_rules(raw)
     raw["webhooks"] = webhooks()
     for_generators(raw)
-    doc = {k: raw[k] for k in ("openapi", "info", "paths", "components") if k in raw}
+    raw["servers"] = SERVERS
+    used = dict.fromkeys(t for ops in raw["paths"].values() for op in ops.values()
+                         for t in op.get("tags", ()))
+    raw["tags"] = [{"name": t, "description": TAGS.get(t, f"The {t} operations")}
+                   for t in [*[t for t in TAGS if t in used], *[t for t in used
+                                                                   if t not in TAGS]]]
+    doc = {k: raw[k] for k in ("openapi", "info", "servers", "tags", "paths", "components")
+           if k in raw}
     doc.update(raw)
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False,
                      allow_unicode=True, width=100)

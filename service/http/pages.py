@@ -11,9 +11,13 @@ URLs:
 * ``/games/{id}`` — the table, when a browser asks for HTML (``Accept: text/html``);
   every other client (``Accept: application/json``, ``*/*`` or none) gets the JSON view,
   unchanged. ``/tournaments/{id}`` works the same way, and so does ``/bots/{id}`` (its
-  ladder ratings over time, ``static/js/bot.js``).
-* ``/games/{id}/replay`` — step through a finished game from its record.
+  ladder ratings over time, ``static/js/bot.js``), ``/ladders`` and ``/ladders/{name}``
+  (every ladder; one ladder's queue and standings, ``static/js/ladder.js``).
+* ``/games/{id}/replay`` — step through a finished game from its record, and its review
+  (the analysis beside the board).
 * ``/games/{id}/play`` — play a seat with that seat's bot token.
+* ``/docs`` — the API for people to read (``service.http.apidoc``); swagger-ui, to try
+  requests, at ``/docs/try/``.
 """
 
 from __future__ import annotations
@@ -21,13 +25,16 @@ from __future__ import annotations
 import os
 import re
 
-from flask import Blueprint, Response, render_template, request
+from flask import Blueprint, Response, current_app, render_template, request
+
+from service.http import apidoc
+from service.http.openapi_spec import spec_yaml
 
 bp = Blueprint("web", __name__, template_folder="templates")
 
 _ID = r"[A-Za-z0-9_-]{1,64}"
 # Paths where the JSON API and a page share a URL: the page wins only for browsers.
-_NEGOTIATED = re.compile(rf"^/(games|tournaments|bots)/({_ID})/?$")
+_NEGOTIATED = re.compile(rf"^/(games|tournaments|bots|ladders)/({_ID})/?$|^/(ladders)/?$")
 
 
 def wants_html() -> bool:
@@ -43,7 +50,13 @@ def wants_html() -> bool:
 
 
 def page(template: str, **context: str) -> Response:
-    resp = Response(render_template(template, **context), mimetype="text/html")
+    return html_response(render_template(template, **context))
+
+
+def html_response(text: str) -> Response:
+    """A page's answer: HTML with the pages' own policy (scripts and styles of this
+    service only), never cached without asking."""
+    resp = Response(text, mimetype="text/html")
     resp.headers["Cache-Control"] = "no-cache"
     resp.headers["Vary"] = "Accept"
     resp.headers["Content-Security-Policy"] = (
@@ -56,14 +69,17 @@ def page(template: str, **context: str) -> Response:
 
 @bp.before_app_request
 def _negotiate() -> Response | None:
-    """Serve the page for ``GET /games/{id}``, ``/tournaments/{id}`` and ``/bots/{id}``
-    to browsers."""
+    """Serve the page for ``GET /games/{id}``, ``/tournaments/{id}``, ``/bots/{id}``,
+    ``/ladders`` and ``/ladders/{name}`` to browsers."""
     if request.method not in ("GET", "HEAD"):
         return None
     match = _NEGOTIATED.match(request.path)
     if match is None or not wants_html():
         return None
-    kind, ident = match.groups()
+    kind, ident, every = match.groups()
+    if every or kind == "ladders":  # every ladder, or one: its queue and standings
+        return page("web/ladder.html", ladder=ident or "", title="Ladders" if every
+                    else f"Ladder {ident}")
     if kind == "bots":  # its ladder ratings over time; /bots/me stays the API's
         if ident == "me":
             return None
@@ -104,3 +120,17 @@ def replay(game_id: str) -> Response:
 @bp.get("/games/<game_id>/play")
 def play(game_id: str) -> Response:
     return page("web/table.html", mode="play", game_id=game_id, title="Play")
+
+
+@bp.get("/docs")
+@bp.get("/docs/")
+def api_page() -> Response:
+    """The API to read: every operation, webhook and schema of ``openapi.yaml``, rendered
+    once per process (the spec is the code's, so it changes only with a deploy)."""
+    cache = current_app.extensions
+    if "api_page" not in cache:
+        text = cache.get("openapi_yaml") or spec_yaml(current_app)
+        cache["openapi_yaml"] = text
+        cache["api_page"] = render_template("web/api.html", title="API",
+                                            doc=apidoc.document(text))
+    return html_response(cache["api_page"])

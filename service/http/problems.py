@@ -1,6 +1,6 @@
 """Errors as RFC 9457 problem details, one kind per stable ``type``.
 
-Views and the game layer raise ``Problem`` (``service.arena.problems``, which holds the one
+Views and the game layer raise ``Problem`` (``service.arena.core.problems``, which holds the one
 list of kinds) or let a domain exception escape; the app factory registers
 ``register_error_handlers`` once, so every error leaves the service as
 ``application/problem+json`` with the same shape.
@@ -18,7 +18,7 @@ from redis.exceptions import RedisClusterException, RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from werkzeug.exceptions import HTTPException
 
-from service.arena.problems import KINDS, Problem, from_illegal
+from service.arena.core.problems import KINDS, Problem, from_illegal
 from service.engine import IllegalAction
 from service.metrics import REDIS_ERRORS, count_problem
 

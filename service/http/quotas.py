@@ -26,12 +26,14 @@ kept, and for how long").
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from flask import current_app
 
-from service.addresses import client_of
-from service.http import limits
+from service.http import budget, limits
 from service.storage.store import Store
 
 QUOTA_WINDOW = 3600  # seconds: "per hour"
@@ -56,10 +58,10 @@ def _store() -> Store:
     return current_app.extensions["arena"].store
 
 
-def take(what: str, *counts: tuple[str, str]) -> None:
+def take(what: str, *counts: tuple[str, str]) -> list[str]:
     """Take one ``what`` (``bots``, ``games``, ``house games``) from each of ``counts``
     (setting name, who), or none: 429 at the first quota that is used up, and the ones
-    taken before it are given back."""
+    taken before it are given back. The counters taken, for ``give_back``."""
     cfg = current_app.config
     window = int(cfg["ARENA_QUOTA_WINDOW"])
     store = _store()
@@ -77,26 +79,57 @@ def take(what: str, *counts: tuple[str, str]) -> None:
         whose = "this bot" if ":b" in who else "this client address"
         limits.reject(f"more than {limit} {what} created by {whose} in {window} s "
                       f"({setting})", limits.reset_ms(wait_ms, window))
+    return taken
+
+
+def give_back(keys: list[str]) -> None:
+    store = _store()
+    for k in keys:
+        store.give_back_quota(k)
+
+
+@contextmanager
+def creating(what: str, *counts: tuple[str, str], spends: tuple[str, ...] = ()
+             ) -> Iterator[None]:
+    """Take the quotas, then the service-wide budgets ``spends`` (``service.http.budget``:
+    ``accounts``, ``games``), then create: a creation refused after the quotas were taken
+    (a budget spent, the owner admission, a bad seat, a missing house) gives them back, so
+    a refused request takes nothing from any quota."""
+    keys = take(what, *counts)
+    spent: list[str] = []
+    try:
+        spent = budget.take(list(spends))
+        yield
+    except BaseException:
+        give_back(keys)
+        budget.give_back(spent)
+        raise
 
 
 def _client() -> str:
-    return "a" + client_of(limits.client_address())
+    return "a" + limits.client_key()
 
 
-def bot_registration() -> None:
-    """Before ``POST /bots`` registers a bot."""
-    take("bots", ("ARENA_QUOTA_BOTS", "bots:" + _client()))
+def bot_registration(bot_id: str | None = None) -> contextlib.AbstractContextManager[None]:
+    """Around ``POST /bots``'s registration of a bot (``bot_id``: the caller's, whose
+    owner gets the new bot; None: a new owner)."""
+    return creating("bots", ("ARENA_QUOTA_BOTS", "bots:" + _client()),
+                    spends=("accounts",) if budget.is_new(bot_id) else ())
 
 
-def game_creation(bot_id: str) -> None:
-    """Before ``POST /games`` creates a game for ``bot_id``."""
-    take("games", ("ARENA_QUOTA_GAMES", "games:b" + bot_id),
-         ("ARENA_QUOTA_CLIENT_GAMES", "games:" + _client()))
+def game_creation(bot_id: str) -> contextlib.AbstractContextManager[None]:
+    """Around ``POST /games``'s creation of a game for ``bot_id``."""
+    return creating("games", ("ARENA_QUOTA_GAMES", "games:b" + bot_id),
+                    ("ARENA_QUOTA_CLIENT_GAMES", "games:" + _client()),
+                    spends=("games",) if budget.is_new(bot_id) else ())
 
 
-def house_game(bot_id: str | None) -> None:
-    """Before ``POST /house/games`` creates a house game (and, anonymous, an account)."""
+def house_game(bot_id: str | None) -> contextlib.AbstractContextManager[None]:
+    """Around ``POST /house/games``'s creation of a house game (and, anonymous, of the
+    person's account)."""
     counts = [("ARENA_QUOTA_HOUSE_GAMES", "house:" + _client())]
     if bot_id:
         counts.append(("ARENA_QUOTA_HOUSE_GAMES", "house:b" + bot_id))
-    take("house games", *counts)
+    spends = ("accounts", "games") if bot_id is None else (
+        ("games",) if budget.is_new(bot_id) else ())
+    return creating("house games", *counts, spends=spends)

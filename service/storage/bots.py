@@ -10,10 +10,22 @@ import secrets
 import time
 from typing import Any
 
+import redis
+
 from service.addresses import network_of
 from service.storage.upkeep import _pairs
 
 TOKEN_CACHE_MAX = 10_000
+# Cluster mode: a game id in a bot's set of live games whose game is missing leaves the set
+# only when it was already missing this long ago. The set is written before the game
+# (``Store.add_game``: indexes first), so a reader between the two steps finds the game
+# missing; taking it out then left a new game out of its bots' sets until the sweeper's
+# reconcile put it back, and a webhook bot went uncalled meanwhile. An expired game stays
+# missing, and goes at a later read.
+MISSING_GRACE_S = 60.0
+# How long a process takes a token it has looked up without asking Redis again: the
+# grace in which a rotated or revoked token still works on the other processes.
+TOKEN_CACHE_S = 5.0
 
 
 # Every bot token starts with this: a bare ``token_urlsafe`` begins with "-" once in 64,
@@ -34,6 +46,9 @@ def token_hash(token: str) -> str:
 
 class BotRecords:
     """Bots and tokens: a part of ``Store`` (which inherits it); see the module docstring."""
+
+    # cluster mode: game id -> when this process first found it missing (``bot_turns``)
+    _missing_since: dict[str, float]
 
     # --- bots ----------------------------------------------------------------------------
 
@@ -134,17 +149,72 @@ class BotRecords:
             pipe.hget(self.keys.bot(b), "name")
         return {b: (n.decode() if n else "") for b, n in zip(ids, pipe.execute())}
 
+    def _cached_token(self, token: str) -> str | None:
+        hit = self._tokens.get(token)
+        if hit is None or hit[1] < time.monotonic():
+            return None
+        return hit[0]
+
+    def _cache_token(self, token: str, bot_id: str) -> str:
+        if len(self._tokens) >= TOKEN_CACHE_MAX:
+            self._tokens.clear()
+        self._tokens[token] = (bot_id, time.monotonic() + TOKEN_CACHE_S)
+        return bot_id
+
+    def known_bot(self, token: str) -> str | None:
+        """The bot behind ``token`` if this process has seen it already (no Redis call),
+        else None: a token's bot never changes, so the counters a failed lookup would
+        need are not worked out for a token already known."""
+        return self._cached_token(token)
+
     def bot_for_token(self, token: str) -> str | None:
-        bot_id = self._tokens.get(token)
+        bot_id = self._cached_token(token)
         if bot_id is not None:
             return bot_id
         raw = self.r.get(self.keys.token(token_hash(token)))
         if not raw:
             return None
-        if len(self._tokens) >= TOKEN_CACHE_MAX:
+        return self._cache_token(token, raw.decode())
+
+    def rotate_token(self, bot_id: str, revoke: bool = False) -> str | None:
+        """A new token for ``bot_id`` (returned once, stored only as its hash), the old
+        one refused from now on: at once here and in Redis, within ``TOKEN_CACHE_S`` on
+        other processes. ``revoke``: no new token (None); the bot has none until it is
+        given one. Atomic (WATCH on the bot): two rotations at once leave one token."""
+        bot_key = self.keys.bot(bot_id)
+        token = None if revoke else new_token()
+        if self.cluster:  # two slots: the new token first, then the bot, then the old
+            old, ttl = self.r.hget(bot_key, "token"), self.r.ttl(bot_key)
+            if token is not None:
+                self.r.set(self.keys.token(token_hash(token)), bot_id,
+                           ex=ttl if ttl and ttl > 0 else None)
+            self.r.hset(bot_key, "token", token_hash(token) if token else "")
+            if old:
+                self.r.delete(self.keys.token(old.decode()))
             self._tokens.clear()
-        bot_id = self._tokens[token] = raw.decode()
-        return bot_id
+            return token
+        with self.r.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(bot_key)
+                    old, ttl = pipe.hget(bot_key, "token"), pipe.ttl(bot_key)
+                    pipe.multi()
+                    if old:
+                        pipe.delete(self.keys.token(old.decode()))
+                    if token is None:
+                        pipe.hset(bot_key, "token", "")
+                    else:
+                        digest = token_hash(token)
+                        pipe.hset(bot_key, "token", digest)
+                        pipe.set(self.keys.token(digest), bot_id,
+                                 ex=ttl if ttl and ttl > 0 else None)
+                    pipe.execute()
+                    break
+                except redis.WatchError:
+                    continue
+        for t in [t for t, (b, _) in self._tokens.items() if b == bot_id]:
+            self._tokens.pop(t, None)
+        return token
 
     def guarded_bot_for_token(self, token: str, counters: list[str], window_s: int
                               ) -> tuple[str | None, list[tuple[int, int]]]:
@@ -154,7 +224,7 @@ class BotRecords:
         The token is always looked up first, so a valid one never waits on anyone's
         count. One round trip (``AUTH``) on a single Redis, none for a cached token; in a
         cluster the token and each counter are slots of their own (one call each)."""
-        bot_id = self._tokens.get(token)
+        bot_id = self._cached_token(token)
         if bot_id is not None:
             return bot_id, []
         token_key = self.keys.token(token_hash(token))
@@ -166,10 +236,7 @@ class BotRecords:
             out = self._auth(keys=[token_key, *keys], args=[window_s])
         if int(out[0]) != 1:
             return None, _pairs(out[1:])
-        if len(self._tokens) >= TOKEN_CACHE_MAX:
-            self._tokens.clear()
-        bot_id = self._tokens[token] = out[1].decode()
-        return bot_id, []
+        return self._cache_token(token, out[1].decode()), []
 
     def failure_key(self, who: str, window_s: int) -> str:
         """A failure counter: named by its window's length, not by a window number, and
@@ -179,7 +246,7 @@ class BotRecords:
             # an address's counter and its network's share a hash tag (the network), so
             # one script counts both at once in a cluster too: incremented one at a time,
             # two racing attempts could each pass one limit and fail the other, and fewer
-            # than the limit be compared (issue 22: "exactly N compared")
+            # than the limit be compared where exactly N must be
             kind, _, subject = who.partition(":")
             net = subject if kind.endswith("net") else network_of(subject)
             return self.keys.rate(f"{self.keys.tag(net)}:{who}", window_s)
@@ -221,8 +288,16 @@ class BotRecords:
         for gid in ids:
             pipe.hmget(self.keys.game(gid), "turn", "status")
         out, gone = [], []
+        now = time.monotonic()
+        missing = self._missing_since
+        if len(missing) > 100_000:  # bounded: at worst an expired id waits a grace more
+            missing.clear()
         for gid, (turn, status) in zip(ids, pipe.execute()):
-            if status is None or status == b"finished":
+            if status is None:  # not yet created (see MISSING_GRACE_S), or expired
+                if now - missing.setdefault(gid, now) >= MISSING_GRACE_S:
+                    gone.append(gid)
+                    missing.pop(gid, None)
+            elif status == b"finished":
                 gone.append(gid)
             elif turn is not None and turn.decode() == bot_id:
                 out.append(gid)

@@ -168,6 +168,12 @@ class Commits:
         if code == 1 and acked < 1:
             raise redis.TimeoutError(f"no replica acknowledged the commit within "
                                      f"{self.wait_ms} ms (ARENA_DURABILITY=replica)")
+        if code == 1 and status != "finished" and meta is not None and \
+                set(meta.get("seats", [])) - set(game.seats):  # a bot sat down
+            self.index_live(game.id, meta["seats"])  # type: ignore[attr-defined]
+        if code == 1 and status == "finished" and game.status != "finished":
+            self.index_finished(  # type: ignore[attr-defined]
+                game.id, meta if meta is not None else game.meta, updated)
         if code == 2:
             value = retry_record(value, idem_key)
         if hit is not None:  # the budget the script counted, for the answer (3: raises)

@@ -18,16 +18,20 @@ Cross-game indexes (each one key, so each in one slot, but not the game's):
 - ``{p}deadlines``                          sorted set ``{id}:{version}`` -> due time
 - ``{p}bot:{id}:turns``   (single Redis)    set of games where it is that bot's turn
 - ``{p}bot:{id}:games``   (cluster)         set of live games the bot sits in
+- ``{p}bot:{id}:finished``                   sorted set: the bot's finished games by when
+                                             each ended (``service.storage.finished``)
+- ``{p}bot:{id}:live``                       set: the live games the bot sits in (a superset,
+                                             read with repair; ``GET /owners/me``)
 
 Per bot / per client (single-key operations only): ``{p}bot:{id}`` (hash; ``token`` its
 token's hash), ``{p}token:{sha256}`` -> bot id, ``{p}rl:{who}:{window}`` (rate counters),
 ``{p}quota:{what}:{who}:{window}`` (creation quotas), ``{p}owner:{id}`` (an owner's record,
-``service.arena.owners``), ``{p}invitation:{id}`` and ``{p}bot:{id}:invitations`` (games a
-bot is invited to, ``service.arena.invitations``), ``{p}suspended``/``{p}suspensions`` (the
+``service.arena.accounts.owners``), ``{p}invitation:{id}`` and ``{p}bot:{id}:invitations`` (games a
+bot is invited to, ``service.arena.accounts.invitations``), ``{p}suspended``/``{p}suspensions`` (the
 operator's suspensions), ``{p}tours:seeds`` and ``{p}ratings:version`` (under the tours tag:
 used tournament seeds, the rules the published ratings follow), ``{p}hookverify`` (callback
 URLs awaiting verification). docs/operations.md's table lists every family, and
-tests/service/test_key_space.py holds the code to it.
+tests/service/storage/test_key_space.py holds the code to it.
 
 **Expiry** (``Store.Retention``; every family and its reason in docs/operations.md, "What
 is kept, and for how long"). A key gets its TTL from the same script or transaction that
@@ -145,7 +149,7 @@ class Keys:
         return f"{self.p}quota:{who}:{window}"
 
     def owner(self, owner_id: str) -> str:
-        """An owner's record (written by ``service.arena.owners``; read here only to keep
+        """An owner's record (written by ``service.arena.accounts.owners``; read here only to keep
         it once one of its bots has played)."""
         return f"{self.p}owner:{owner_id}"
 

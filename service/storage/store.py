@@ -19,7 +19,7 @@ Per game, one hash (``Keys.game``):
 
 Move deadlines: ``Keys.deadlines`` is a sorted set, score = deadline (unix seconds, the
 service's clock), member = ``{game id}:{version}``: at most one live entry per game (its
-current version's); ``CLAIM`` hands due entries to a sweeper (``service.arena.deadlines``),
+current version's); ``CLAIM`` hands due entries to a sweeper (``service.arena.games.deadlines``),
 which drops an entry whose version is no longer current (its timeout is void).
 
 Events are not stored: a game is (players, seed, variants, log), so events are recomputed
@@ -55,9 +55,10 @@ from service.engine import State
 from service.storage.bots import BotRecords
 from service.storage.cache import GAME_CACHE_MAX, Game, GameCache
 from service.storage.commits import Commits, _score, _stamp, commit_time, retry_record
+from service.storage.finished import FinishedGames
 from service.storage.hits import pending_hit
 from service.storage.keys import STATUS_ORDER, Keys
-from service.storage.redis_client import is_cluster
+from service.storage.redis_client import is_cluster, run_script
 from service.storage.scripts import (
     AUTH,
     CLAIM,
@@ -108,6 +109,11 @@ class Retention:
     # ARENA_PERSON_GAME_RETENTION: a finished game a person's account sat in: a day, to
     # look at the record after the game; anonymous visitors' games are the bulk of them.
     person_game_s: int = DAY_S
+    # ARENA_CANCELLED_GAME_RETENTION: a casual game cancelled before it started (an
+    # invitation declined or expired): a day, as a person's game. It holds no play, and a
+    # stranger can make them by the thousand (one challenge each); the creator learns the
+    # answer within the invitation's two minutes
+    cancelled_s: int = DAY_S
     # ARENA_WAITING_GAME_TTL: a casual game waiting for players, from its creation (each
     # join counts it again): a day; an open seat nobody takes in a day is not wanted.
     waiting_s: int = DAY_S
@@ -116,7 +122,7 @@ class Retention:
     idle_s: int = 7 * DAY_S
 
 
-class Store(BotRecords, Commits, Upkeep):
+class Store(BotRecords, Commits, FinishedGames, Upkeep):
     """Thin typed access to the keys of ``service.storage.keys``; no game rules here.
 
     ``cluster``: the cluster layout (hash tags, one-slot scripts, the indexes moved in
@@ -164,9 +170,12 @@ class Store(BotRecords, Commits, Upkeep):
         # (``WAIT 1 ARENA_DURABILITY_WAIT_MS`` on the commit's own connection), else 503
         self.wait_ms = (int(os.environ.get("ARENA_DURABILITY_WAIT_MS", "500"))
                         if os.environ.get("ARENA_DURABILITY", "") == "replica" else 0)
-        # token -> bot id. Safe across processes: a token's bot never changes (and no
-        # token is ever revoked), so a cached answer cannot go stale.
-        self._tokens: dict[str, str] = {}
+        # token -> (bot id, until when (monotonic) the answer may be used without asking
+        # Redis again). A token's bot never changes, but a token can be rotated or
+        # revoked (``rotate_token``): another process then stops taking the old one
+        # within ``TOKEN_CACHE_S``, this one at once.
+        self._tokens: dict[str, tuple[str, float]] = {}
+        self._missing_since: dict[str, float] = {}  # (``bot_turns``)
         self.games = GameCache()
 
     def _on(self, key: str) -> Any:
@@ -193,14 +202,15 @@ class Store(BotRecords, Commits, Upkeep):
         client = self._on(keys[0])
         if client is not None:
             try:
-                return script(keys=keys, args=args, client=client)
+                return run_script(script, keys, args, client)
             except (AskError, TryAgainError, ClusterDownError):
                 pass
             except (redis.ConnectionError, redis.TimeoutError):
                 self._refresh()
                 if not read:
                     raise
-        return script(keys=keys, args=args)
+            return script(keys=keys, args=args)
+        return run_script(script, keys, args)
 
     def _refresh(self) -> None:
         """A node did not answer a command sent to it directly: have the cluster client
@@ -335,6 +345,7 @@ class Store(BotRecords, Commits, Upkeep):
                     return found
             if status != "finished":
                 self._tell_bots({b for b in meta.get("seats", []) if b})
+                self.index_live(game_id, meta.get("seats", []))
             return Game(game_id, 1, status, meta, state_json, "", deadline, updated, seq=seq)
         if deadline is not None:
             pipe.zadd(self.deadlines_key, {f"{game_id}:1": deadline})
@@ -347,6 +358,9 @@ class Store(BotRecords, Commits, Upkeep):
             self._turn_add(keys=[self.keys.bot_turns(turn_bot)], args=[game_id, ttl],
                            client=pipe)
             pipe.publish(self.game_channel(game_id), f"1::{turn_bot}")
+        if status != "finished":
+            for bot in sorted({b for b in meta.get("seats", []) if b}):
+                self.live_add(pipe, bot, game_id)
         return Game(game_id, 1, status, meta, state_json, "", deadline, updated)
 
     def get_game(self, game_id: str) -> Game | None:
@@ -386,8 +400,8 @@ class Store(BotRecords, Commits, Upkeep):
             out = self._run(self._read, keys, [bot_id], read=True)
         else:
             memory = self.retry_key(game_id) if idem else ""
-            out = self._read(keys=[rate_key, self.game_key(game_id), memory],
-                             args=[window, bot_id])
+            out = run_script(self._read, [rate_key, self.game_key(game_id), memory],
+                             [window, bot_id])
         if hit is not None:
             hit.check(int(out[0]), int(out[1]))
         raw = dict(zip(out[3::2], out[4::2]))

@@ -74,11 +74,14 @@ class Upkeep:
         """Seconds a game with ``meta`` in ``status`` is kept from now (0: for ever). A
         tournament's or a ladder's game is kept for ever: standings and ratings rest on
         it. A casual game: ``Retention`` by status (``person`` in its meta: a person's
-        account sat in it). Set by the script that creates or commits the game."""
+        account sat in it; ``cancelled``: an invitation was declined or expired before it
+        started). Set by the script that creates or commits the game."""
         if meta.get("tournament") or meta.get("ladder"):
             return 0
         r = self.retention
         if status == "finished":
+            if meta.get("cancelled"):  # never played: the short retention
+                return r.cancelled_s
             return r.person_game_s if meta.get("person") else r.game_s
         return r.waiting_s if status == "waiting" else r.idle_s
 

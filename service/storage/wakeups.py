@@ -44,6 +44,7 @@ from typing import Any, NamedTuple
 import redis
 
 from service.metrics import REDIS_ERRORS
+from service.storage.redis_client import next_message
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,9 @@ class Waiter:
         self.event = threading.Event()
         self.messages: list[bytes | None] = []
         self.generation = -1
+        # when the first message not taken yet arrived (unix seconds): what a waiter's
+        # own wake-up added to it is measurable (the event streams' fan-out metric)
+        self.heard_at = 0.0
 
     def __enter__(self) -> Waiter:
         self.generation = self.hub._register(self)
@@ -141,6 +145,8 @@ class Waiter:
         return taken
 
     def _deliver(self, data: bytes | None) -> None:
+        if not self.messages:
+            self.heard_at = time.time()
         self.messages.append(data)
         self.event.set()
 
@@ -272,7 +278,7 @@ class Wakeups:
     def _run(self, pubsub: Any, generation: int) -> None:
         try:
             while True:
-                msg = pubsub.get_message(timeout=POLL_S)
+                msg = next_message(pubsub, POLL_S)
                 if msg is None:
                     if self._idle_stop(generation):
                         pubsub.close()

@@ -4,9 +4,11 @@ request (``Strict``) and response (``Out``) bases, and the schemas every part us
 
 from __future__ import annotations
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate
+from typing import Any
 
-from service.arena.problems import KINDS
+from marshmallow import RAISE, Schema, ValidationError, fields, pre_load, validate
+
+from service.arena.core.problems import KINDS
 
 ID_PATTERN = r"^[0-9a-f]{12}$"
 CARD_RE = r"^[2-9TJQKA][CDHS]$"
@@ -85,9 +87,23 @@ class JsonInt(fields.Integer):
 
 
 class Strict(Schema):
+    """A request shape: an unknown member is refused (422), and an optional member sent as
+    ``null`` is read as not sent. Generated clients send every optional member their model
+    has, unset ones as null (openapi-python-generator's ``data.dict()``); a member that may
+    really be null (``allow_none``) keeps its null, and a required one is still refused."""
+
     class Meta:
         unknown = RAISE
         ordered = True
+
+    @pre_load
+    def _null_is_absent(self, data: Any, **_: object) -> Any:
+        if not isinstance(data, dict) or None not in data.values():
+            return data
+        by_key = {f.data_key or name: f for name, f in self.load_fields.items()}
+        return {k: v for k, v in data.items()
+                if not (v is None and k in by_key and not by_key[k].required
+                        and not by_key[k].allow_none)}
 
 
 class Out(Schema):
@@ -126,7 +142,9 @@ class ProblemSchema(Out):
     title = fields.Str(required=True)
     status = fields.Int(required=True)
     detail = fields.Str()
-    instance = fields.Str(allow_none=True, metadata={"description": "the request's path"})
+    instance = fields.Str(required=True, metadata={
+        "description": "the request's path; where the request line could not be read (414, "
+        "431, some 400s), an id of this occurrence (`urn:uuid:…`)"})
     errors = fields.Dict(metadata={"description": "validation: messages per field"})
     rule = fields.Str(
         validate=Pattern(r"^R([1-9]|1[0-9]|2[0-3])$"),

@@ -184,3 +184,30 @@ export function ago(seconds) {
   if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
   return new Date(seconds * 1000).toLocaleDateString();
 }
+
+// A bot's name as a link to its page (/bots/{id}): every page that names a bot uses it.
+export function botLink(id, name) {
+  return id ? el("a", { href: `/bots/${id}`, class: "bot-link", text: name || id }) : el("span", { text: name || "open seat" });
+}
+
+// "in 4:05" / "in 1 h 12 min" until a unix time; "now" once it has come.
+export function countdown(at) {
+  const left = Math.round(at - Date.now() / 1000);
+  if (left <= 0) return "now";
+  if (left >= 3600) return `in ${Math.floor(left / 3600)} h ${Math.floor((left % 3600) / 60)} min`;
+  return `in ${Math.floor(left / 60)}:${String(left % 60).padStart(2, "0")}`;
+}
+
+// What a tournament asks of its entrants, in words (its `registration.conditions`).
+export function conditionsText(reg) {
+  if (!reg) return "entrants named by the organizer";
+  const c = reg.conditions || {};
+  const parts = [reg.mode === "private" ? "private (join code)" : "open"];
+  if (c.validated) parts.push("validated bots");
+  if (c.min_rated_games) parts.push(`${c.min_rated_games}+ rated games`);
+  if (c.rating_min != null || c.rating_max != null) parts.push(`rating ${c.rating_min ?? "…"} to ${c.rating_max ?? "…"}`);
+  if (c.one_per_owner) parts.push("one bot per owner");
+  parts.push(`${reg.min_entrants}–${reg.max_entrants} entrants`);
+  if (reg.house_fill) parts.push("house bots fill up");
+  return parts.join(" · ");
+}

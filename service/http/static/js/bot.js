@@ -1,7 +1,7 @@
 // A bot's page: its rating on every ladder it has played, a chart of the rating (mu, with
 // a band of ± sigma) game by game, and its recent ladder games. Public API only.
 
-import { markBadge } from "./analysis.js";
+import { count, KIND_NAME, markBadge } from "./analysis.js";
 import { ago, api, ApiError, el } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
@@ -101,19 +101,19 @@ function gamesTable(series) {
 
 // Its average loss per decision over its analysed games (GET /bots/{id}/analysis), by kind.
 function analysisTable(a) {
-  if (!a.games) return el("p", { class: "muted", text: "No analysed game yet: open a finished game's replay to have it analysed." });
+  if (!a.games) return el("p", { class: "muted", text: "No analysed game yet: open one of its finished games' replay and press Review this game." });
   const row = (name, n, loss) => el("tr", {}, el("th", { scope: "row", text: name }),
     el("td", { text: String(n) }), el("td", { text: loss === null ? "–" : loss.toFixed(3) }));
   return el("div", {},
     el("p", { class: "small", "data-role": "analysis-summary" },
-      `${a.games} analysed game${a.games === 1 ? "" : "s"}, ${a.decisions} decisions: average loss ${a.average_loss === null ? "–" : a.average_loss.toFixed(3)} points a decision; `,
-      markBadge("inaccuracy"), ` ${a.inaccuracy} inaccuracies, `, markBadge("mistake"), ` ${a.mistake} mistakes, `,
-      markBadge("blunder"), ` ${a.blunder} blunders.`),
+      `${a.games} analysed game${a.games === 1 ? "" : "s"}, ${a.decisions} decision${a.decisions === 1 ? "" : "s"}: average loss ${a.average_loss === null ? "–" : a.average_loss.toFixed(3)} points a decision; `,
+      markBadge("inaccuracy"), ` ${count(a.inaccuracy, "inaccuracy")}, `, markBadge("mistake"), ` ${count(a.mistake, "mistake")}, `,
+      markBadge("blunder"), ` ${count(a.blunder, "blunder")}.`),
     el("table", { class: "grid" },
       el("caption", { class: "sr-only", text: "Average loss per decision, by kind of decision" }),
       el("thead", {}, el("tr", {}, ...["Decision", "Decisions", "Average loss"].map((h) => el("th", { scope: "col", text: h })))),
       el("tbody", {}, row("every decision", a.decisions, a.average_loss),
-        ...Object.entries(a.by_kind).map(([k, v]) => row(k, v.decisions, v.average_loss)))));
+        ...Object.entries(a.by_kind).map(([k, v]) => row(KIND_NAME[k] || k, v.decisions, v.average_loss)))));
 }
 
 let last = null;
@@ -121,7 +121,9 @@ async function refresh() {
   try {
     const bot = await api(`/bots/${ID}`);
     $("b-name").textContent = bot.name;
-    document.title = `${bot.name} · All Fours Arena`;
+    // a person's account (the pages' players) is a player, not a bot
+    if (bot.person) $("b-kind").textContent = "Player";
+    document.title = `${bot.person ? "Player" : "Bot"} ${bot.name} · All Fours Arena`;
     const ladders = (await api("/ladders")).items;
     const series = await Promise.all(ladders.map(async (l) => ({ name: l.name, games: await history(l.name) })));
     // the rating after its newest game (the history is public; the entry needs its token)

@@ -99,3 +99,14 @@ export function suitBadge(suit) {
   el.textContent = SUIT_SYMBOL[suit];
   return el;
 }
+
+// A card inside a sentence: its rank and suit symbol in the suit's colour ("6♦"), named in
+// full for screen readers ("Six of diamonds").
+export function cardText(code) {
+  const el = document.createElement("span");
+  el.className = `ctext suit-${code[1]}`;
+  el.setAttribute("role", "img");
+  el.setAttribute("aria-label", cardName(code));
+  el.textContent = `${RANK_SHOWN[code[0]] || code[0]}${SUIT_SYMBOL[code[1]]}`;
+  return el;
+}

@@ -1,22 +1,31 @@
 // The lobby: live, waiting and finished games, tournaments and the leaderboard,
 // refreshed every few seconds from the public API.
 
-import { ago, api, apiOrNull, ApiError, el, fill } from "./api.js";
+import { ago, api, apiOrNull, ApiError, botLink, conditionsText, countdown, el, fill } from "./api.js";
 import { addGame, currentToken, forget, keepToken, markFresh, myGames, remembered } from "./player.js";
 
 const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
 
+// A team's bots, each name a link to its bot page ("open seat" while nobody sits there).
 function teamNames(g, t) {
-  const names = g.seats.filter((s) => s.seat % 2 === t).map((s) => s.bot_name || "open seat");
-  return [...new Set(names)].join(" & ");
+  const seen = new Set();
+  const out = [];
+  for (const s of g.seats.filter((x) => x.seat % 2 === t)) {
+    const key = s.bot_id || `open:${s.seat}`;
+    if (seen.has(s.bot_id || key)) continue;
+    seen.add(key);
+    if (out.length) out.push(" & ");
+    out.push(s.bot_id ? el("a", { class: "bot-link", href: `/bots/${s.bot_id}`, text: s.bot_name || s.bot_id }) : "open seat");
+  }
+  return out;
 }
 
 function gameItem(g) {
   const who = el("span", { class: "who" },
-    el("span", { class: "team-0-text", text: teamNames(g, 0) }),
+    el("span", { class: "team-0-text" }, teamNames(g, 0)),
     el("span", { class: "vs", text: " vs " }),
-    el("span", { class: "team-1-text", text: teamNames(g, 1) }));
+    el("span", { class: "team-1-text" }, teamNames(g, 1)));
   const li = el("li", { dataset: { gameId: g.id, status: g.status } });
   const finished = g.status === "finished";
   const link = el("a", { href: `/games/${g.id}`, "aria-label": `${finished ? "Result of" : "Watch"} game ${g.id}`, text: finished ? "result" : "watch" });
@@ -33,9 +42,29 @@ function tournamentItem(t) {
   const p = t.progress || {};
   return el("li", { dataset: { tournamentId: t.id } },
     el("a", { class: "who", href: `/tournaments/${t.id}`, text: t.name || t.id }),
-    el("span", { class: `badge status-${{ running: "active", paused: "waiting", cancelled: "error" }[t.status] || "finished"}`, text: t.status }),
+    el("span", { class: `badge status-${{ running: "active", paused: "waiting", registering: "waiting", cancelled: "error" }[t.status] || "finished"}`, text: t.status }),
     el("span", { class: "muted small", text: `${t.settings ? t.settings.format.replace("_", " ") : ""} · ${(t.entrants || []).length} bots · ${p.games_done ?? "?"}/${p.games_planned ?? "?"} games` }));
 }
+
+// A tournament taking entries: when it starts (a countdown, ticking), what it asks, who
+// has entered (each linked to its bot page).
+function registeringItem(t) {
+  const reg = t.registration || {};
+  const s = t.settings || {};
+  const when = reg.starts_at
+    ? el("span", { class: "badge status-waiting countdown", dataset: { at: String(reg.starts_at) }, text: `starts ${countdown(reg.starts_at)}` })
+    : el("span", { class: "badge status-waiting", text: "starts when its organizer says" });
+  const entrants = (t.entrants || []).slice(0, 12);
+  return el("li", { dataset: { tournamentId: t.id, status: "registering" } },
+    el("a", { class: "who", href: `/tournaments/${t.id}`, text: t.name || t.id }), when,
+    el("span", { class: "muted small", text: `${s.format ? s.format.replace("_", " ") : ""}${s.format === "arena" ? ` ${Math.round((s.duration || 0) / 60)} min` : ""} · ${s.players}p${s.move_limit ? ` · ${s.move_limit} s a move` : ""} · ${t.entrant_count} entered · ${conditionsText(reg)}` }),
+    entrants.length ? el("span", { class: "small entrants" }, "Entrants: ", ...entrants.flatMap((e, i) => [i ? ", " : "", botLink(e.bot_id, e.bot_name)]), t.entrants.length > entrants.length ? " …" : "") : null);
+}
+
+function tickCountdowns() {
+  for (const node of document.querySelectorAll(".countdown")) node.textContent = `starts ${countdown(Number(node.dataset.at))}`;
+}
+setInterval(() => { if (!document.hidden) tickCountdowns(); }, 1000);
 
 function leaderboard(rows) {
   if (!rows || !rows.length) return el("p", { class: "muted", text: "No rated games yet." });
@@ -44,7 +73,7 @@ function leaderboard(rows) {
   const body = rows.map((r) => el("tr", { dataset: { botId: r.bot_id } },
     // a provisional bot (too few rated games or owners met: docs/ratings.md) is not ranked
     el("td", r.rank == null ? { text: "–", title: "provisional" } : { text: String(r.rank) }),
-    el("td", { text: r.bot_name }),
+    el("td", {}, el("a", { href: `/bots/${r.bot_id}`, text: r.bot_name })),
     el("td", { class: "num", text: r.mu.toFixed(1), title: `ordinal ${r.ordinal.toFixed(1)}` }),
     el("td", { class: "num pm", text: r.sigma.toFixed(1) }),
     el("td", { class: "num", text: String(r.games) }), el("td", { class: "num", text: String(r.wins) })));
@@ -53,13 +82,16 @@ function leaderboard(rows) {
 
 async function refresh() {
   try {
-    const [live, waiting, done, tours, board] = await Promise.all([
+    const [live, waiting, done, tours, board, registering] = await Promise.all([
       api("/games?status=active&limit=20"),
       api("/games?status=waiting&limit=10"),
       api("/games?status=finished&limit=10"),
       apiOrNull("/tournaments?limit=10"),
       apiOrNull("/leaderboard"),
+      apiOrNull("/tournaments?status=registering&limit=10"),
     ]);
+    $("registering-panel").hidden = registering === null;
+    if (registering) fill($("registering"), registering.items.map(registeringItem));
     // A game nobody has moved in for a long time (abandoned, with no move limit) is not "live".
     const idleAfter = Number($("live-games").dataset.idleAfter) || 600;
     const now = Date.now() / 1000;
@@ -164,6 +196,9 @@ async function showMyGames() {
         href: `/games/${v.id}/play`, class: "resume",
         text: live ? "resume" : "result",
         "aria-label": `${live ? "Resume" : "Result of"} your game ${v.id}`,
+      }), live ? null : el("a", {
+        href: `/games/${v.id}/replay`, class: "replay",
+        text: "replay and review", "aria-label": `Replay and review your game ${v.id}`,
       })));
   }));
 }

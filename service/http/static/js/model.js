@@ -20,10 +20,13 @@ const ITEM_NAMES = {
 };
 export function itemName(item) { return ITEM_NAMES[item] || item; }
 
-function log(m, kind, data) { m.log.push({ kind, ...data }); }
+// Each log line keeps the number of the move (ply) that caused it, when known: a page
+// marks the moves the clock played (the view's and the record's ``timeouts``).
+function log(m, kind, data) { m.log.push({ kind, ply: m.eventPly, ...data }); }
 
-export function applyEvent(m, e) {
+export function applyEvent(m, e, ply = null) {
   const n = m.players;
+  m.eventPly = ply;
   switch (e.type) {
     case "game_started":
       m.players = e.players;
@@ -250,7 +253,7 @@ export function stepsFromRecord(rec) {
 export function modelAt(steps, k) {
   const m = newModel();
   for (let i = 0; i <= k && i < steps.length; i++) {
-    for (const e of steps[i].events) applyEvent(m, e);
+    for (const e of steps[i].events) applyEvent(m, e, steps[i].ply);
   }
   return m;
 }

@@ -1,11 +1,12 @@
 // The table page: watch a game live, replay a finished one, or play a seat.
 // Everything comes from the public API: the view, the event stream, the record.
 
-import { api, apiOrNull, ApiError, openEvents, el, fill } from "./api.js";
+import { api, ApiError, openEvents, el, fill } from "./api.js";
 import { cardEl, cardName, hiddenHand, sortCards, suitBadge, suitName } from "./cards.js";
-import { applyEvent, itemName, modelAt, newModel, stepsFromRecord } from "./model.js";
-import { startAnalysis } from "./analysis.js";
-import { addGame, currentToken, keepToken, remembered, takeFresh } from "./player.js";
+import { applyEvent, itemName, newModel } from "./model.js";
+import { startReplay } from "./replay.js";
+import { addGame } from "./player.js";
+import { startPlay } from "./play.js";
 
 const body = document.body;
 const GAME = body.dataset.gameId;
@@ -16,6 +17,8 @@ const DECISION_LABEL = {
   stand: "Stand", beg: "Beg", give_one: "Give one", run_pack: "Run the pack",
 };
 const POSITIONS = { 2: ["bottom", "top"], 4: ["bottom", "right", "top", "left"] };
+const WARN_S = 10; // the clock turns red, and says so, this many seconds before it plays
+const MOVES = new Set(["stand", "beg", "give_one", "run_pack", "card"]);
 
 const ctx = {
   view: null,        // the latest view (spectator's, or the played seat's)
@@ -28,6 +31,9 @@ const ctx = {
   dealt: null,       // what each seat was dealt in the last hand, once the game is over
   lastEventAt: performance.now(),
   status: "loading",
+  clockPlies: new Set(), // moves the clock played (the view's or the record's timeouts)
+  warned: null,      // "version:seconds" of the last clock warning read out
+  overShown: false,  // the end-of-game box has been shown (and focused) once
 };
 
 let model = newModel();
@@ -43,20 +49,24 @@ function seatName(s) {
 }
 function seatLabel(s) { const n = seatName(s); return n.endsWith(`(seat ${s})`) ? n : `${n} (seat ${s})`; }
 function teamOf(s) { return s % 2; }
+// Who a team is, in a few words: "guest & house-random-partner", or, one bot in both
+// seats, "heuristic-2 (seats 1 and 3)".
 function teamMembers(t) {
   const n = model.players || (ctx.view && ctx.view.players) || 0;
-  const out = [];
-  for (let s = t; s < n; s += 2) out.push(seatName(s));
-  return out.join(" & ");
+  const seats = [];
+  for (let s = t; s < n; s += 2) seats.push(s);
+  const names = seats.map((s) => (ctx.seats[s] && ctx.seats[s].bot_name) || "open seat");
+  if (seats.length > 1 && names.every((x) => x === names[0])) return `${names[0]} (seats ${seats.join(" and ")})`;
+  return seats.map(seatName).join(" & ");
 }
 // The live region: each message is added as its own line (a polite live region reads
 // additions in order), so a batch of events is a queue of messages, none overwritten.
-function announce(text) {
-  const region = $("announce");
+function announce(text, region = "announce") {
+  const box = $(region);
   const line = document.createElement("p");
   line.textContent = text;
-  region.append(line);
-  while (region.childElementCount > 20) region.firstElementChild.remove();
+  box.append(line);
+  while (box.childElementCount > 20) box.firstElementChild.remove();
 }
 function spoken(ev) {
   const d = ev.data;
@@ -96,11 +106,15 @@ function positionOf(seat) {
 }
 
 function itemText(it) {
-  const who = it.team === null || it.team === undefined ? "nobody" : TEAM_NAMES[it.team];
   let detail = "";
   if (it.card) detail = ` (${cardName(it.card)})`;
+  if (it.team === null || it.team === undefined) {
+    // a tied Game (R20): nobody scores it
+    const tie = it.totals ? ` (tied ${it.totals[0]}–${it.totals[1]})` : "";
+    return `${itemName(it.item)}: no one scores${tie}`;
+  }
   if (it.totals) detail = ` (${it.totals[0]}–${it.totals[1]})`;
-  return `${itemName(it.item)}: ${who} ${it.points ? `+${it.points}` : "scores nothing"}${detail}`;
+  return `${itemName(it.item)}: ${TEAM_NAMES[it.team]} ${it.points ? `+${it.points}` : "scores nothing"}${detail}`;
 }
 
 function itemEl(it) {
@@ -116,9 +130,16 @@ function itemEl(it) {
   if (it.totals) li.append(el("span", { class: "muted small", text: `${it.totals[0]}–${it.totals[1]}` }));
   li.append(el("span", {
     class: "item-pts",
-    text: it.team === null || it.team === undefined ? "–" : `${TEAM_NAMES[it.team]} +${it.points}`,
+    text: it.team === null || it.team === undefined ? "tie: no one" : `${TEAM_NAMES[it.team]} +${it.points}`,
   }));
   return li;
+}
+
+// Seconds left for the seat in turn, from the view's clock, or null without a limit.
+function secondsLeft() {
+  const v = ctx.view;
+  if (!v || v.time_left === undefined || v.time_left === null || v.turn !== model.turn) return null;
+  return Math.max(0, v.time_left - (performance.now() - ctx.viewAt) / 1000);
 }
 
 // --- rendering -----------------------------------------------------------------------------
@@ -129,16 +150,25 @@ function handCards(seat) {
   return model.hands[seat] || null;
 }
 
+function turnChip(seat) {
+  const mine = MODE === "play" && seat === ctx.me;
+  const left = secondsLeft();
+  const warn = left !== null && left <= WARN_S;
+  const text = `${mine ? "your turn" : "to act"}${left !== null ? ` · ${left.toFixed(0)} s` : ""}`;
+  return el("span", { class: `chip turn${warn ? " warn" : ""}`, text, dataset: { role: "turn" } });
+}
+
 function renderSeat(seat) {
   const turn = !model.over && model.turn === seat && ctx.status === "active";
+  const mine = seat === ctx.me;
   const box = el("div", {
-    class: `seat team-${teamOf(seat)}${turn ? " to-act" : ""}${seat === ctx.me ? " mine" : ""}`,
+    class: `seat team-${teamOf(seat)}${turn ? " to-act" : ""}${mine ? " mine" : ""}`,
     dataset: { seat: String(seat) },
     "aria-label": `${seatLabel(seat)}, ${TEAM_NAMES[teamOf(seat)]}`,
     role: "group",
   });
   const head = el("div", { class: "seat-head" },
-    el("span", { class: "seat-name", text: seatName(seat) }),
+    el("span", { class: "seat-name", text: MODE === "play" && mine ? `${seatName(seat)} (you)` : seatName(seat) }),
     el("span", { class: "seat-meta muted", text: `seat ${seat} · ${TEAM_NAMES[teamOf(seat)]}` }));
   if (model.dealer === seat) head.append(el("span", { class: "chip dealer", title: "Dealer", text: "Dealer", dataset: { role: "dealer" } }));
   if (model.beggar === seat) {
@@ -148,21 +178,18 @@ function renderSeat(seat) {
   if (model.dealer === seat && (model.beg === "gave_one" || model.beg === "ran_pack")) {
     head.append(el("span", { class: "chip decided", text: model.beg === "gave_one" ? "Gave one" : "Ran the pack", dataset: { role: "decision", decision: model.beg === "gave_one" ? "give_one" : "run_pack" } }));
   }
-  if (turn) head.append(el("span", { class: "chip turn", text: "to act", dataset: { role: "turn" } }));
+  if (turn) head.append(turnChip(seat));
   box.append(head);
 
   const cards = handCards(seat);
-  const legal = MODE === "play" && seat === ctx.me && ctx.view && ctx.view.your_turn && !ctx.busy
+  const playing = MODE === "play" && mine;
+  const legal = playing && ctx.view && ctx.view.your_turn && !ctx.busy
     ? new Set(ctx.view.legal_actions) : null;
   let hand;
   if (cards) {
-    hand = el("div", { class: "card-row hand", role: "group", tabindex: seat === ctx.me ? "-1" : null, dataset: { role: "hand", seat: String(seat) }, "aria-label": seat === ctx.me ? "Your hand" : `${seatName(seat)}'s hand` });
+    hand = el("div", { class: `card-row hand${playing ? " my-hand" : ""}`, role: "group", tabindex: mine ? "-1" : null, dataset: { role: "hand", seat: String(seat) }, "aria-label": mine ? "Your hand" : `${seatName(seat)}'s hand` });
     for (const c of sortCards(cards, model.trump)) {
-      if (MODE === "play" && seat === ctx.me) {
-        hand.append(cardEl(c, { onPlay: act, legal: !!(legal && legal.has(c)) }));
-      } else {
-        hand.append(cardEl(c));
-      }
+      hand.append(playing ? cardEl(c, { onPlay: act, legal: !!(legal && legal.has(c)) }) : cardEl(c));
     }
     if (!cards.length) hand.append(el("span", { class: "muted small", text: "no cards" }));
   } else {
@@ -178,7 +205,7 @@ function renderSeat(seat) {
     box.append(dealt);
   }
 
-  if (MODE === "play" && seat === ctx.me && ctx.view && ctx.view.your_turn) {
+  if (playing && ctx.view && ctx.view.your_turn) {
     const decisions = ctx.view.legal_actions.filter((a) => DECISION_LABEL[a]);
     if (decisions.length) {
       const bar = el("div", { class: "decisions", role: "group", "aria-label": "Your decision" });
@@ -238,7 +265,7 @@ function renderCenter() {
       el("figure", { class: "played-by", dataset: { seat: String(pc.seat) } },
         cardEl(pc.card, { extra: pc.seat === model.lastTrick.winner ? "winner" : "" }),
         el("figcaption", { text: seatName(pc.seat) }))));
-    last.append(el("span", { class: "small muted", text: `won by ${seatName(model.lastTrick.winner)}` }));
+    last.append(el("span", { class: "small muted won-by", text: `won by ${seatName(model.lastTrick.winner)}` }));
   } else {
     last.replaceChildren(el("span", { class: "muted small", text: "–" }));
   }
@@ -264,30 +291,34 @@ function renderScore() {
   fill($("last-items"), model.lastItems.map(itemEl));
 }
 
+const BY_CLOCK = " (time ran out: the clock played it)";
+
 function logText(x) {
+  const clock = MOVES.has(x.kind) && x.ply !== undefined && ctx.clockPlies.has(x.ply) ? BY_CLOCK : "";
   switch (x.kind) {
     case "started": return `Game starts; ${seatName(x.dealer)} deals first`;
     case "deal": return `Hand ${x.hand}: ${seatName(x.dealer)} deals`;
     case "redeal_deal": return `Hand ${x.hand}: redealt by ${seatName(x.dealer)}`;
     case "run_deal": return "Three more cards each";
     case "kick": return `Kick: ${cardName(x.card)}${x.points ? ` (+${x.points} ${TEAM_NAMES[x.team]})` : ""}`;
-    case "stand": return `${seatName(x.seat)} stands`;
-    case "beg": return `${seatName(x.seat)} begs`;
-    case "give_one": return `${seatName(x.seat)} gives one`;
-    case "run_pack": return `${seatName(x.seat)} runs the pack`;
+    case "stand": return `${seatName(x.seat)} stands${clock}`;
+    case "beg": return `${seatName(x.seat)} begs${clock}`;
+    case "give_one": return `${seatName(x.seat)} gives one${clock}`;
+    case "run_pack": return `${seatName(x.seat)} runs the pack${clock}`;
     case "redeal": return "The pack ran out: redeal";
     case "trump": return `Trump: ${suitName(x.suit)}`;
-    case "card": return `${seatName(x.seat)} plays ${cardName(x.card)}`;
+    case "card": return `${seatName(x.seat)} plays ${cardName(x.card)}${clock}`;
     case "trick": return `${seatName(x.winner)} wins the trick`;
     case "score": return itemText(x);
     case "hand_over": return `Hand ${x.hand} over: ${x.scores[0]}–${x.scores[1]}`;
-    case "game_over": return `${TEAM_NAMES[x.winner]} (${teamMembers(x.winner)}) wins ${x.scores[0]}–${x.scores[1]}`;
+    case "game_over": return `${TEAM_NAMES[x.winner]} wins ${x.scores[0]}–${x.scores[1]} (${teamMembers(x.winner)})`;
     default: return x.kind;
   }
 }
 
 function renderLog() {
-  const items = model.log.filter((x) => !(x.kind === "score" && x.item === "kick")).slice(-40).reverse().map((x) => el("li", { class: `log-${x.kind}`, text: logText(x) }));
+  const items = model.log.filter((x) => !(x.kind === "score" && x.item === "kick")).slice(-40).reverse()
+    .map((x) => el("li", { class: `log-${x.kind}${MOVES.has(x.kind) && ctx.clockPlies.has(x.ply) ? " log-clock" : ""}`, text: logText(x) }));
   $("log").replaceChildren(...items);
 }
 
@@ -324,25 +355,43 @@ function renderStatus() {
   renderTurn();
 }
 
+// Each second: who is to act and the clock; in the last seconds of the person's own turn the
+// clock turns red (here and on their seat) and says so, once at each threshold.
 function renderTurn() {
   const info = $("turn-info");
   if (MODE === "replay" || model.over || ctx.status !== "active" || model.turn === null) {
     info.textContent = "";
+    info.classList.remove("warn");
     return;
   }
   const what = { stand_or_beg: "to stand or beg", give_one_or_run: "to give one or run the pack", play: "to play" }[model.phase] || "to act";
   let clock = "";
-  const v = ctx.view;
-  if (v && v.time_left !== undefined && v.time_left !== null && v.turn === model.turn) {
-    const left = Math.max(0, v.time_left - (performance.now() - ctx.viewAt) / 1000);
+  const left = secondsLeft();
+  if (left !== null) {
     clock = ` · ${left.toFixed(0)} s left`;
   } else {
     const since = ctx.updatedAt ? Date.now() / 1000 - ctx.updatedAt : (performance.now() - ctx.lastEventAt) / 1000;
     clock = ` · thinking ${Math.max(0, Math.floor(since))} s`;
   }
-  const you = MODE === "play" && model.turn === ctx.me ? " (you)" : "";
-  info.textContent = `${seatName(model.turn)}${you} ${what}${clock}`;
+  const you = MODE === "play" && model.turn === ctx.me;
+  info.textContent = `${seatName(model.turn)}${you ? " (you)" : ""} ${what}${clock}`;
   info.dataset.turn = String(model.turn);
+  const warn = left !== null && left <= WARN_S;
+  info.classList.toggle("warn", warn);
+  const chip = document.querySelector(`#felt .seat[data-seat="${model.turn}"] [data-role=turn]`);
+  if (chip) {
+    chip.textContent = `${you ? "your turn" : "to act"}${left !== null ? ` · ${left.toFixed(0)} s` : ""}`;
+    chip.classList.toggle("warn", warn);
+  }
+  if (you && warn && ctx.view && ctx.view.your_turn) {
+    const mark = left <= 5 ? 5 : WARN_S;
+    const key = `${ctx.view.version}:${mark}`;
+    if (ctx.warned !== key && !(mark === WARN_S && ctx.warned === `${ctx.view.version}:5`)) {
+      ctx.warned = key;
+      announce(mark === 5 ? "5 seconds left: then the clock plays for you"
+        : `${WARN_S} seconds left to ${what.replace(/^to /, "")}`, "alert");
+    }
+  }
 }
 
 // --- the end of the game --------------------------------------------------------------------
@@ -370,6 +419,8 @@ function houseOpponents() {
   return out;
 }
 
+// The result where the person is looking: above the table, scrolled into view and focused
+// the moment the game ends (a screen reader reads it from its heading), with what next.
 function renderGameOver() {
   const box = $("game-over");
   if (!model.over || model.winner === null || MODE === "replay") { box.hidden = true; return; }
@@ -382,7 +433,7 @@ function renderGameOver() {
     head = mine === t ? "You won" : "You lost";
     score = `You ${model.scores[mine]} – ${model.scores[other]} ${teamMembers(other)}`;
   } else {
-    head = `${TEAM_NAMES[t]} (${teamMembers(t)}) won`;
+    head = `${TEAM_NAMES[t]} won: ${teamMembers(t)}`;
     score = `${TEAM_NAMES[0]} ${model.scores[0]} – ${model.scores[1]} ${TEAM_NAMES[1]}`;
   }
   $("game-over-h").textContent = head;
@@ -392,6 +443,14 @@ function renderGameOver() {
   fill($("game-over-items"), model.items.map(itemEl));
   $("rematch").hidden = !(MODE === "play" && ctx.token && houseOpponents());
   box.hidden = false;
+  if (!ctx.overShown && ctx.status === "finished") {
+    ctx.overShown = true;
+    // only a game that ended while watched takes the focus; one opened finished keeps it
+    if (ctx.sawLive) {
+      box.scrollIntoView({ block: "start" });
+      box.focus({ preventScroll: true });
+    }
+  }
 }
 
 async function rematch() {
@@ -422,6 +481,7 @@ function focusInHand() {
 function restoreFocus(was) {
   if (!was && !ctx.focusHand) return;
   ctx.focusHand = false;
+  if (model.over) return; // the end-of-game box takes it
   const mine = document.querySelector("#felt .seat.mine");
   if (!mine) return;
   const target = (was && was.card && mine.querySelector(`button[data-card="${was.card}"]:not([disabled])`))
@@ -429,6 +489,17 @@ function restoreFocus(was) {
     || mine.querySelector(".decisions button:not([disabled]), button.card:not([disabled])")
     || mine.querySelector("[data-role=hand]");
   if (target) target.focus({ preventScroll: true });
+}
+
+// The person's hand and decision are in view from their first turn: on a small screen the
+// page scrolls (once) so that their seat's bottom edge is on screen.
+function keepHandInView() {
+  if (MODE !== "play" || ctx.handShown || !ctx.view || !ctx.view.your_turn) return;
+  const mine = document.querySelector("#felt .seat.mine");
+  if (!mine) return;
+  ctx.handShown = true;
+  const r = mine.getBoundingClientRect();
+  if (r.bottom > window.innerHeight || r.top < 0) mine.scrollIntoView({ block: "end" });
 }
 
 function render() {
@@ -445,10 +516,13 @@ function render() {
   renderStatus();
   renderGameOver();
   restoreFocus(focused);
+  keepHandInView();
   // State for scripts and tests: what the page shows, in one place.
   body.dataset.status = model.over ? "finished" : ctx.status;
   if (ctx.view) body.dataset.version = String(ctx.view.version);
-  body.dataset.yourTurn = String(!!(MODE === "play" && ctx.view && ctx.view.your_turn && !ctx.busy));
+  // A turn is "yours" once the table that shows it is drawn: the view can come before the
+  // event stream's first batch, which is what draws the seats.
+  body.dataset.yourTurn = String(!!(MODE === "play" && model.players && ctx.view && ctx.view.your_turn && !ctx.busy));
   body.dataset.busy = String(ctx.busy);
 }
 
@@ -505,15 +579,30 @@ function setView(v) {
     announce(`Your turn: ${what}`);
   }
   if (!ctx.view || v.version !== ctx.view.version || !ctx.updatedAt) ctx.updatedAt = v.updated_at || null;
+  noteClock(v.timeouts || []);
   ctx.view = v;
   ctx.viewAt = performance.now();
   ctx.seats = v.seats;
   ctx.status = v.status;
+  if (v.status === "active") ctx.sawLive = true;
   if (v.hands && v.status === "finished") {
     ctx.revealed = v.hands;
     if (!ctx.dealt && MODE !== "replay") revealDealt();
   }
   scheduleRender();
+}
+
+// The moves the clock played: marked in the log; one played for the person is said aloud.
+function noteClock(timeouts) {
+  const fresh = timeouts.filter((t) => !ctx.clockPlies.has(t.ply));
+  for (const t of fresh) ctx.clockPlies.add(t.ply);
+  if (!ctx.view || MODE !== "play") return; // the first view: that is the backlog, not news
+  for (const t of fresh) {
+    if (t.seat !== ctx.me) continue;
+    const what = DECISION_LABEL[t.action] ? DECISION_LABEL[t.action].toLowerCase() : cardName(t.action);
+    announce(`Time ran out: the clock played ${what} for you`, "alert");
+    toast(`Time ran out: the clock played ${what} for you`, null, model.hand);
+  }
 }
 
 // Once the game is over its record is complete: show what every seat held in the last hand.
@@ -534,7 +623,7 @@ async function revealDealt() {
 function onEvents(events, live) {
   const scored = [];
   for (const ev of events) {
-    applyEvent(model, ev.data);
+    applyEvent(model, ev.data, Number(String(ev.id || "0").split(".")[0]));
     if (ev.type === "deal" && ev.data.deal === 0) { scored.length = 0; dropToast(); }
     if (live && ev.type === "score") scored.push(ev.data);
     if (live) {
@@ -547,7 +636,7 @@ function onEvents(events, live) {
     toast(scored.map(itemText).join(" · "), teams.size === 1 ? scored[0].team : null, model.hand);
   }
   ctx.lastEventAt = performance.now();
-  if (live) ctx.updatedAt = Date.now() / 1000;
+  if (live) { ctx.updatedAt = Date.now() / 1000; ctx.sawLive = true; }
   const over = events.some((e) => e.type === "game_over");
   if (over) {
     ctx.status = "finished";
@@ -577,6 +666,28 @@ function startStream(path, token) {
       if (state === "error" && err) showError(problemText(err));
     },
   });
+}
+
+// A game of a duplicate deal still played at another table is nobody's to watch: say so
+// plainly, without an empty table, and look again now and then until it opens.
+function showHidden(e) {
+  $("hidden-game-why").textContent = "This is a tournament game of a duplicate deal: the same " +
+    "cards are being played at another table of the tournament, so that the bots can be " +
+    "compared. Until every table of the deal has finished, only the bots at this table see " +
+    "anything of it: a spectator could otherwise tell them the cards.";
+  $("hidden-game-when").textContent = "It opens here, with every card, once every table of " +
+    "the deal has finished; this page looks again every 10 seconds. Meanwhile the " +
+    "tournament's page lists the games of deals already played everywhere.";
+  $("hidden-game").hidden = false;
+  for (const part of document.querySelectorAll(".table-layout, .sheet")) part.hidden = true;
+  const badge = $("status");
+  badge.textContent = "hidden until the deal is played everywhere";
+  badge.className = "badge status-waiting";
+  badge.dataset.status = "embargoed";
+  body.dataset.embargoed = "true";
+  setTimeout(async () => {
+    try { await api(`/games/${GAME}`); location.reload(); } catch { showHidden(e); }
+  }, 10000);
 }
 
 async function watch() {
@@ -611,195 +722,30 @@ async function act(action) {
   }
 }
 
-function readToken() {
-  const m = location.hash.match(/token=([^&]+)/);
-  if (m) {
-    keepToken(decodeURIComponent(m[1]));
-    history.replaceState(null, "", location.pathname + location.search);
-  }
-  return currentToken();
-}
+// --- play a seat (play.js): the token, the seat, its own stream ------------------------------
 
-// A token just issued by the lobby is shown once, in a field that can be copied, with a
-// link that takes this seat back from any browser.
-function showFreshToken(player) {
-  const box = $("new-token");
-  if (!player || !box) return;
-  const link = `${location.origin}/games/${GAME}/play#token=${encodeURIComponent(player.token)}`;
-  $("new-token-value").value = player.token;
-  $("resume-link").value = link;
-  $("new-token-who").textContent = player.name;
-  $("new-token-kept").textContent = remembered()
-    ? "This browser remembers it (local storage); the lobby lists your games."
-    : "This tab keeps it until you close it. Copy it, or the resume link, to come back later.";
-  box.hidden = false;
-  for (const [button, field] of [["copy-token", "new-token-value"], ["copy-link", "resume-link"]]) {
-    $(button).addEventListener("click", async () => {
-      const input = $(field);
-      input.select();
-      try { await navigator.clipboard.writeText(input.value); } catch { document.execCommand("copy"); }
-      announce("Copied");
-      $(button).textContent = "Copied";
-    });
-  }
-}
-
-async function play() {
-  const form = $("token-form");
-  const input = $("token");
-  const saved = readToken();
-  showFreshToken(takeFresh());
-  form.addEventListener("submit", (e) => { e.preventDefault(); startPlaying(input.value.trim()); });
-  $("new-bot").addEventListener("click", async () => {
-    const name = prompt("A name for your player", "human");
-    if (!name) return;
-    try {
-      const bot = await api("/bots", { method: "POST", body: { name, person: true } });
-      showError(null);
-      showFreshToken(bot);
-      startPlaying(bot.token);
-    } catch (e) { showError(problemText(e)); }
+function play() {
+  return startPlay({
+    GAME, ctx, showError, problemText, announce, watch, setView,
+    seated: (seat) => {
+      if (stream) stream.close();
+      model = newModel();
+      startStream(`/games/${GAME}/events?seat=${seat}`, ctx.token);
+      refreshView();
+      const poll = setInterval(() => {
+        if (ctx.status === "waiting") refreshView(); else clearInterval(poll);
+      }, 2000);
+    },
   });
-  // Before a seat is taken, the table is drawn live as a spectator sees it.
-  await watch();
-  if (saved) startPlaying(saved);
 }
 
-async function startPlaying(token) {
-  if (!token) return;
-  showError(null);
-  let me;
-  try {
-    me = await api("/bots/me", { token });
-  } catch (e) { showError(problemText(e)); return; }
-  ctx.token = token;
-  keepToken(token);
-  const v = await api(`/games/${GAME}`);
-  setView(v);
-  const held = v.seats.filter((s) => s.bot_id === me.id).map((s) => s.seat);
-  const choice = $("seat-choice");
-  choice.replaceChildren();
-  const wanted = Number(new URLSearchParams(location.search).get("seat"));
-  if (held.length) {
-    sit(held.includes(wanted) ? wanted : held[0], me);
-    if (held.length > 1) {
-      choice.append(el("span", { class: "small", text: "Your bot holds several seats: " }),
-        ...held.map((s) => el("a", { href: `?seat=${s}`, text: `seat ${s}` })));
-    }
-    return;
-  }
-  const open = v.seats.filter((s) => !s.bot_id).map((s) => s.seat);
-  if (!open.length || v.status !== "waiting") {
-    showError(`${me.name} holds no seat in this game, and no seat is open.`);
-    return;
-  }
-  choice.append(el("span", { text: `Sit ${me.name} down: ` }),
-    ...open.map((s) => el("button", {
-      type: "button", class: "take-seat", dataset: { seat: String(s) }, text: `Take seat ${s}`,
-      onclick: async () => {
-        try {
-          await api(`/games/${GAME}/seats/${s}`, { method: "POST", token, body: {} });
-          choice.replaceChildren();
-          sit(s, me);
-        } catch (e) { showError(problemText(e)); }
-      },
-    })));
-}
+// --- replay (replay.js): the record, step by step, and the review beside it -----------------
 
-function sit(seat, me) {
-  ctx.me = seat;
-  addGame(GAME, seat);
-  body.dataset.seat = String(seat);
-  $("token-form").classList.add("seated");
-  $("token-help").textContent = `Playing seat ${seat} as ${me.name}.`;
-  ctx.seated = true;
-  if (stream) stream.close();
-  model = newModel();
-  startStream(`/games/${GAME}/events?seat=${seat}`, ctx.token);
-  refreshView();
-  const poll = setInterval(() => {
-    if (ctx.status === "waiting") refreshView(); else clearInterval(poll);
-  }, 2000);
-}
-
-// --- replay --------------------------------------------------------------------------------
-
-async function replay() {
-  const [v, rec] = await Promise.all([api(`/games/${GAME}`), api(`/games/${GAME}/record`)]);
-  ctx.seats = v.seats;
-  ctx.view = v;
-  if (!rec.complete) {
-    ctx.status = v.status;
-    showError("This game is still being played: its replay opens when it ends. Watch it live meanwhile.");
-    render();
-    return;
-  }
-  ctx.status = "active";
-  const steps = stepsFromRecord(rec);
-  const acted = steps.filter((s) => s.action !== null).map((s) => s.action);
-  if (acted.join() !== rec.actions.join()) {
-    showError("The record could not be replayed step by step (an unknown shape).");
-  }
-  const slider = $("rp-slider");
-  slider.max = String(steps.length - 1);
-  let k = 0;
-  let timer = null;
-  const show = (i) => {
-    k = Math.max(0, Math.min(steps.length - 1, i));
-    model = modelAt(steps, k);
-    ctx.status = model.over ? "finished" : "active";
-    slider.value = String(k);
-    const s = steps[k];
-    const pos = $("rp-pos");
-    pos.dataset.step = String(k);
-    pos.dataset.ply = String(s.ply);
-    pos.dataset.complete = String(s.complete);
-    pos.dataset.hand = String(model.hand);
-    let what = s.label || "Deal";
-    if (s.action) {
-      const last = [...model.log].reverse().find((x) => ["stand", "beg", "give_one", "run_pack", "card"].includes(x.kind));
-      what = last ? logText(last) : s.action;
-    }
-    pos.textContent = `Step ${k} of ${steps.length - 1} · ${what}`;
-    render();
-    onPly(s.complete ? s.ply : null); // the decision made next, in the analysis panel
-  };
-  // the analysis: a decision at ply p is the action of the step of ply p + 1; jumping to
-  // it shows the table just before it
-  let onPly = () => {};
-  onPly = startAnalysis(GAME, ctx.seats, (ply) => {
-    stop();
-    const i = steps.findIndex((x) => x.action !== null && x.ply === ply + 1);
-    if (i > 0) show(i - 1);
+function replay() {
+  return startReplay({
+    GAME, ctx, api, showError, render, logText, seatName, teamMembers,
+    setModel: (m) => { model = m; },
   });
-  const hands = () => steps.map((s, i) => [i, s]).filter(([, s]) => s.events.some((e) => e.type === "deal" && e.deal === 0)).map(([i]) => i);
-  const stop = () => { clearInterval(timer); timer = null; $("rp-play").textContent = "Play"; $("rp-play").setAttribute("aria-label", "Play"); };
-  const toggle = () => {
-    if (timer) { stop(); return; }
-    $("rp-play").textContent = "Pause";
-    $("rp-play").setAttribute("aria-label", "Pause");
-    timer = setInterval(() => { if (k >= steps.length - 1) stop(); else show(k + 1); }, 600);
-  };
-  const prevHand = () => show([...hands()].reverse().find((i) => i < k) ?? 0);
-  const nextHand = () => show(hands().find((i) => i > k) ?? steps.length - 1);
-  $("rp-start").onclick = () => show(0);
-  $("rp-end").onclick = () => show(steps.length - 1);
-  $("rp-prev").onclick = () => show(k - 1);
-  $("rp-next").onclick = () => show(k + 1);
-  $("rp-prev-hand").onclick = prevHand;
-  $("rp-next-hand").onclick = nextHand;
-  $("rp-play").onclick = toggle;
-  slider.oninput = () => show(Number(slider.value));
-  document.addEventListener("keydown", (e) => {
-    if (e.target instanceof HTMLInputElement && e.target.type !== "range") return;
-    const keys = {
-      ArrowRight: () => show(k + 1), ArrowLeft: () => show(k - 1), Home: () => show(0),
-      End: () => show(steps.length - 1), PageDown: nextHand, PageUp: prevHand, " ": toggle,
-    };
-    if (keys[e.key]) { e.preventDefault(); if (e.key !== " ") stop(); keys[e.key](); }
-  });
-  body.dataset.steps = String(steps.length);
-  show(0);
 }
 
 // --- start ---------------------------------------------------------------------------------
@@ -807,6 +753,10 @@ async function replay() {
 setInterval(renderTurn, 1000);
 const start = { watch, play, replay }[MODE];
 start().catch((e) => {
+  if (e instanceof ApiError && e.status === 403 && e.problem && e.problem.type === "/problems/embargoed") {
+    showHidden(e);
+    return;
+  }
   const unknown = e instanceof ApiError && e.status === 404;
   showError(unknown ? "No such game." : problemText(e));
   const badge = $("status");

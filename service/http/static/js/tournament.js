@@ -1,7 +1,9 @@
-// A tournament: for a knockout its bracket, standings with ratings (and their uncertainty),
-// a chart of ratings over rounds, and every round's games. Refreshed while it runs.
+// A tournament: before its start its registration (countdown, conditions, entrants); then
+// for a knockout its bracket, standings with ratings (and their uncertainty), a chart of
+// ratings over rounds, and every round's games. Refreshed while it runs. Every bot name
+// links to its bot page.
 
-import { api, ApiError, el } from "./api.js";
+import { api, ApiError, botLink, conditionsText, countdown, el } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 const ID = document.body.dataset.tournamentId;
@@ -18,14 +20,20 @@ function svg(tag, attrs = {}, text = null) {
 }
 
 // How an entrant left the tournament (issue 16): it forfeits its live and unplayed games.
-const LEFT = { withdrawn: "withdrawn", no_show: "no-show", disqualified: "disqualified" };
+const LEFT = { withdrawn: "withdrawn", no_show: "no-show", disqualified: "disqualified", excluded: "excluded" };
 // Badge colour per tournament status: paused waits, cancelled reads as an error.
-const STATUS_BADGE = { running: "active", paused: "waiting", finished: "finished", cancelled: "error" };
+const STATUS_BADGE = { registering: "waiting", running: "active", paused: "waiting", finished: "finished", cancelled: "error" };
+
+// Every bot name is a link to its page (named from the tournament's names when the row
+// does not say it).
+function nameLink(id, names, name = null) {
+  return id ? botLink(id, name || names[id] || id) : null;
+}
 
 function botCell(r, names) {
   const left = LEFT[r.status];
   return el("td", { class: "bot", dataset: { entrant: r.status || "in" } },
-    r.bot_name || names[r.bot_id] || r.bot_id,
+    nameLink(r.bot_id, names, r.bot_name),
     left ? [" ", el("span", { class: "badge status-error small", title: "left the tournament: forfeits its live and unplayed games", text: left })] : null,
     r.forfeits ? el("span", { class: "small muted", dataset: { col: "forfeits" }, text: ` · ${r.forfeits} forfeit${r.forfeits === 1 ? "" : "s"}` }) : null);
 }
@@ -54,7 +62,25 @@ function standingsTable(st, names) {
     el("td", { class: "num", dataset: { col: "rating" } },
       `${r.rating.mu.toFixed(2)} `, el("span", { class: "pm", text: `± ${r.rating.sigma.toFixed(2)}` })),
     el("td", { class: "num", dataset: { col: "ordinal" }, text: r.rating.ordinal.toFixed(2) })));
-  return el("table", { class: "standings" }, el("thead", {}, head), el("tbody", {}, rows));
+  return el("div", {}, el("table", { class: "standings" }, el("thead", {}, head), el("tbody", {}, rows)),
+    columnsExplained(knockout));
+}
+
+// What the standings' columns mean, one tap away (docs/tournaments.md, "Ranking").
+function columnsExplained(knockout) {
+  const row = (term, text) => [el("dt", { text: term }), el("dd", { text })];
+  return el("details", { class: "explain" }, el("summary", { text: "What the columns mean" }),
+    el("dl", {},
+      knockout ? row("Place", "the round reached: 1 the champion, 2 the runner-up, then the losers of each earlier round (3-4, 5-8…)") : null,
+      row("#", "the order of the standings: score, then matchpoints, games won, point difference, ordinal"),
+      row("Score", knockout ? "matches won (a bye counts as one)" : "match score: for each pairing and round, 1 for winning more of its games (then more points in them), ½ each if still level, 1 for a bye"),
+      row("Matchpoints", "duplicate deals compared across tables: for each shared deal, 1 for every other entrant that held the same cards and did worse with them, ½ for one that did as well; shown out of the most possible"),
+      row("Played, Won, Lost", "games"),
+      row("Hands won", "hands in which the entrant's team scored more points"),
+      row("Points ±", "game points scored and conceded"),
+      row("Timeouts", "moves the clock made for the entrant when its time ran out"),
+      row("Rating (μ ± σ)", "OpenSkill over the tournament's games: μ the estimate of strength (a new bot starts at 25), σ its uncertainty"),
+      row("Ordinal", "μ − 3σ: a cautious rating, the last tiebreak")));
 }
 
 // Lines of mu per bot over rounds, with a band of ± sigma.
@@ -119,7 +145,7 @@ function bracketView(b, names) {
         const won = m.winner && m.winner === id;
         return el("div", { class: `match-line${won ? " won" : ""}`, dataset: { botId: id || "" } },
           el("span", { class: "seed", text: m.seeds[i] ? String(m.seeds[i]) : "" }),
-          el("span", { class: "bot", text: who(id) || (m.status === "bye" ? "bye" : "to be decided") }),
+          el("span", { class: "bot" }, id ? nameLink(id, names) : (m.status === "bye" ? "bye" : "to be decided")),
           el("span", { class: "num", text: m.wins ? String(m.wins[i]) : "" }),
           won ? el("span", { class: "adv", text: "✓" }, el("span", { class: "sr-only", text: " goes through" })) : null);
       };
@@ -139,35 +165,78 @@ function bracketView(b, names) {
 
 function roundsList(t, names) {
   if (!t.rounds || !t.rounds.length) return el("p", { class: "muted", text: "No round scheduled yet." });
-  return el("div", {}, t.rounds.map((r) => {
+  // A duplicate deal is hidden from spectators until every table of it has finished: its
+  // live games and results are not linked, and say so (the table page would say the same).
+  // A deal is shared when another game of the round deals it too (a final plays its own).
+  const shared = (g) => t.rounds.some((r) => r.games.includes(g) && r.games.filter((x) => x.deal === g.deal).length > 1);
+  const hidden = (g) => (t.settings.duplicate || t.settings.trusted) && g.game_id && shared(g) &&
+    (g.status === "live" || (g.status === "done" && !g.scores)) && !["finished", "cancelled"].includes(t.status);
+  const note = t.rounds.some((r) => r.games.some(hidden))
+    ? el("p", { class: "small", dataset: { role: "hidden-note" }, text: "Games of a duplicate deal are hidden while the same cards are being played at another table, so that no entrant can learn them from a spectator; each opens, with its result and replay, as soon as every table of its deal has finished." })
+    : null;
+  return el("div", {}, note, t.rounds.map((r) => {
     const rows = r.games.map((g) => {
       const [a, b] = g.teams;
-      const link = g.game_id
-        ? el("a", { href: `/games/${g.game_id}`, text: g.status === "done" ? "result" : g.status === "live" ? "watch live" : g.status === "void" ? "voided" : "table" })
-        : el("span", { class: "muted", text: g.status === "done" ? "not played" : g.status });
+      const link = hidden(g)
+        ? el("span", { class: "small muted", dataset: { role: "hidden-deal" }, title: `deal ${g.deal + 1} of round ${r.round} is still being played at another table`, text: `hidden for now (deal ${g.deal + 1})` })
+        : g.game_id
+          ? el("a", { href: `/games/${g.game_id}`, text: g.status === "done" ? "result" : g.status === "live" ? "watch live" : g.status === "void" ? "voided" : "table" })
+          : el("span", { class: "muted", text: g.status === "done" ? "not played" : g.status });
       // a forfeit: who forfeited (they left, or the clock played all their moves)
       const forfeit = g.forfeit && g.forfeit.length
         ? el("span", { class: "small muted", dataset: { col: "forfeit" }, text: ` (forfeit: ${g.forfeit.map((b) => names[b] || b).join(", ")})` })
         : null;
       const cells = [
         el("td", { class: "opt", text: String(g.pairing + 1) }),
-        el("td", {}, el("span", { class: "team-0-text", text: names[a] || a }), el("span", { class: "vs", text: " vs " }),
-          el("span", { class: "team-1-text", text: names[b] || b })),
+        el("td", {}, el("span", { class: "team-0-text" }, nameLink(a, names)), el("span", { class: "vs", text: " vs " }),
+          el("span", { class: "team-1-text" }, nameLink(b, names))),
         el("td", { class: "num", text: g.scores ? `${g.scores[0]}–${g.scores[1]}` : "–" }),
-        el("td", {}, g.winner ? names[g.winner] || g.winner : g.status === "done" ? (forfeit ? "nobody" : "draw") : "", forfeit),
-        el("td", {}, el("span", { class: `badge status-${g.status === "live" ? "active" : g.status === "done" ? "finished" : g.status === "void" ? "error" : "waiting"}`, text: g.status })),
-        el("td", {}, link, g.game_id && g.status === "done" ? [" · ", el("a", { href: `/games/${g.game_id}/replay`, text: "replay" })] : null),
+        el("td", {}, g.winner ? nameLink(g.winner, names) : g.status === "done" ? (forfeit ? "nobody" : g.scores ? "draw" : "") : "", forfeit),
+        el("td", { class: "opt" }, el("span", { class: `badge status-${g.status === "live" ? "active" : g.status === "done" ? "finished" : g.status === "void" ? "error" : "waiting"}`, text: g.status })),
+        el("td", {}, link, g.game_id && g.status === "done" && !hidden(g) ? [" · ", el("a", { href: `/games/${g.game_id}/replay`, text: "replay" })] : null),
       ];
       return el("tr", { dataset: { gameId: g.game_id || "", status: g.status } }, cells);
     });
-    const byes = r.byes && r.byes.length ? el("p", { class: "small muted", text: `Bye: ${r.byes.map((b) => names[b] || b).join(", ")}` }) : null;
+    const byes = r.byes && r.byes.length ? el("p", { class: "small muted" }, "Bye: ", r.byes.flatMap((b, i) => [i ? ", " : "", nameLink(b, names)])) : null;
     return el("section", { class: "round", dataset: { round: String(r.round) } },
       el("h3", { text: `Round ${r.round}` }), byes,
       el("div", { class: "table-wrap" }, el("table", {},
-        el("thead", {}, el("tr", {}, ["Pairing", "Teams", "Score", "Winner", "Status", "Game"].map((h, i) => el("th", { scope: "col", class: i === 0 ? "opt" : "", text: h })))),
+        el("thead", {}, el("tr", {}, ["Pairing", "Teams", "Score", "Winner", "Status", "Game"].map((h, i) => el("th", { scope: "col", class: i === 0 || i === 4 ? "opt" : "", text: h })))),
         el("tbody", {}, rows))));
   }));
 }
+
+// Rounds are counted from 1: "round 1 of 3" while the first is played.
+function roundText(t) {
+  const p = t.progress;
+  if (t.status === "finished" || p.rounds_done >= p.rounds_planned) return `${p.rounds_done} of ${p.rounds_planned} rounds played`;
+  if (t.status === "cancelled") return `cancelled after ${p.rounds_done} of ${p.rounds_planned} rounds`;
+  return `round ${p.rounds_done + 1} of ${p.rounds_planned}`;
+}
+
+// Before the start: when it starts, what it asks of an entrant, who has entered (and who
+// the organizer excluded, with the reason), and how a bot enters.
+function registrationView(t) {
+  const reg = t.registration;
+  const when = reg.starts_at
+    ? el("p", {}, "Starts ", el("strong", { id: "t-countdown", dataset: { at: String(reg.starts_at) }, text: countdown(reg.starts_at) }), ` (${new Date(reg.starts_at * 1000).toLocaleString()})`)
+    : el("p", { text: "Starts when its organizer starts it." });
+  const list = t.entrants.length
+    ? el("ul", { class: "game-list" }, t.entrants.map((e) => el("li", { dataset: { botId: e.bot_id } }, botLink(e.bot_id, e.bot_name))))
+    : el("p", { class: "muted", text: "Nobody has entered yet." });
+  const excluded = (t.excluded || []).length
+    ? el("p", { class: "small muted" }, "Excluded by the organizer: ", t.excluded.flatMap((x, i) => [i ? "; " : "", botLink(x.bot_id, x.bot_name), ` (${x.reason})`]))
+    : null;
+  return el("div", {}, when,
+    el("p", { class: "small", text: `Conditions: ${conditionsText(reg)}. Fewer than ${reg.min_entrants} entrants at the start${reg.house_fill ? " (after house bots fill it up)" : ""}: cancelled.` }),
+    el("h3", { text: `Entrants (${t.entrant_count} of at most ${reg.max_entrants})` }), list, excluded,
+    el("p", { class: "small muted" }, "A bot enters with its own token: ", el("code", { text: `POST /tournaments/${t.id}/entrants` }), reg.mode === "private" ? " with the join code as code." : "."));
+}
+
+setInterval(() => {
+  const node = document.getElementById("t-countdown");
+  if (node && !document.hidden) node.textContent = countdown(Number(node.dataset.at));
+}, 1000);
 
 async function refresh() {
   try {
@@ -181,7 +250,11 @@ async function refresh() {
     const s = t.settings, p = t.progress;
     const left = (t.entrants || []).filter((e) => e.status && e.status !== "in");
     const rules = [s.no_show ? `no-show after ${s.no_show} s` : null, s.max_timeouts ? `disqualified at ${s.max_timeouts} timeouts` : null].filter(Boolean);
-    $("t-info").textContent = `${s.format.replace("_", " ")} · ${s.players} players a table · ${t.entrants.length} bots · round ${p.rounds_done}/${p.rounds_planned} · ${p.games_done}/${p.games_planned} games (${p.games_live} live)${s.duplicate ? " · duplicate deals" : ""}${rules.length ? ` · ${rules.join(", ")}` : ""}${left.length ? ` · left: ${left.map((e) => `${e.bot_name} (${LEFT[e.status] || e.status})`).join(", ")}` : ""}${t.status === "paused" ? " · paused: no game starts until resumed" : t.status === "cancelled" ? " · cancelled: live games were voided" : ""}`;
+    $("t-info").textContent = `${s.format.replace("_", " ")} · ${s.players} players a table · ${t.entrants.length} bots · ${roundText(t)} · ${p.games_done}/${p.games_planned} games (${p.games_live} live)${s.duplicate ? " · duplicate deals" : ""}${rules.length ? ` · ${rules.join(", ")}` : ""}${left.length ? ` · left: ${left.map((e) => `${e.bot_name} (${LEFT[e.status] || e.status})`).join(", ")}` : ""}${t.status === "paused" ? " · paused: no game starts until resumed" : t.status === "cancelled" ? " · cancelled: live games were voided" : ""}`;
+    $("registration-panel").hidden = t.status !== "registering";
+    if (t.status === "registering") $("registration").replaceChildren(registrationView(t));
+    if (t.reason) $("t-info").textContent += ` · ${t.reason}`;
+    if (t.settings.format === "arena" && t.ends_at) $("t-info").textContent += t.status === "running" ? ` · pairing ends ${countdown(t.ends_at)}` : "";
     if (t.bracket) {
       $("bracket-panel").hidden = false;
       $("bracket").replaceChildren(bracketView(t.bracket, names));
@@ -211,6 +284,6 @@ window.addEventListener("resize", () => {
 
 async function loop() {
   const status = await refresh();
-  if (status === "running" || status === "paused") setTimeout(loop, 3000);
+  if (status === "running" || status === "paused" || status === "registering") setTimeout(loop, 3000);
 }
 loop();

@@ -1,0 +1,1 @@
+"""A bot's own things: its finished games to take home (``games``)."""

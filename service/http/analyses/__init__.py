@@ -1,0 +1,1 @@
+"""The HTTP side of post-game analysis: its routes (one blueprint) and wire schemas."""

@@ -1,0 +1,1 @@
+"""The HTTP side of the ladders: its routes (one blueprint) and wire schemas."""

@@ -1,0 +1,1 @@
+"""The HTTP side of tournaments and the leaderboard: its routes (one blueprint) and wire schemas."""

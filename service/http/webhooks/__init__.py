@@ -1,0 +1,2 @@
+"""The HTTP side of webhook bots' callback URLs and deliveries: its routes (one blueprint)
+and wire schemas."""
