@@ -71,73 +71,93 @@ class Endpoint:
 
 
 ENDPOINTS: dict[str, Endpoint] = {
-    "postBots": Endpoint("POST", "/bots", safe=False),
-    "getBotsMe": Endpoint("GET", "/bots/me"),
-    "getBotsMeTurns": Endpoint("GET", "/bots/me/turns"),
-    "getBotsMeInvitations": Endpoint("GET", "/bots/me/invitations"),
+    "registerBot": Endpoint("POST", "/bots", safe=False),
+    "getMe": Endpoint("GET", "/bots/me"),
+    "listMyTurns": Endpoint("GET", "/bots/me/turns"),
+    "listMyInvitations": Endpoint("GET", "/bots/me/invitations"),
     # answering again is a 404 (the invitation is gone): not repeated blindly
-    "postInvitationsInvitationIdAccept": Endpoint("POST", "/invitations/{invitation_id}/accept",
+    "acceptInvitation": Endpoint("POST", "/invitations/{invitation_id}/accept",
                                                   safe=False),
-    "postInvitationsInvitationIdDecline": Endpoint(
+    "declineInvitation": Endpoint(
         "POST", "/invitations/{invitation_id}/decline", safe=False),
-    "getBotsMePolicy": Endpoint("GET", "/bots/me/policy"),
-    "putBotsMePolicy": Endpoint("PUT", "/bots/me/policy"),
-    "postOwnerInvitations": Endpoint("POST", "/owner-invitations", safe=False),
+    "getPolicy": Endpoint("GET", "/bots/me/policy"),
+    "setPolicy": Endpoint("PUT", "/bots/me/policy"),
+    "createOwnerInvitation": Endpoint("POST", "/owner-invitations", safe=False),
     # suspending or lifting again answers as it is now: safe to repeat
-    "postAdminBotsBotIdSuspension": Endpoint("POST", "/admin/bots/{bot_id}/suspension"),
-    "deleteAdminBotsBotIdSuspension": Endpoint("DELETE", "/admin/bots/{bot_id}/suspension"),
-    "postAdminOwnersOwnerIdSuspension": Endpoint("POST",
+    "suspendBot": Endpoint("POST", "/admin/bots/{bot_id}/suspension"),
+    "liftBotSuspension": Endpoint("DELETE", "/admin/bots/{bot_id}/suspension"),
+    "suspendOwner": Endpoint("POST",
                                                  "/admin/owners/{owner_id}/suspension"),
-    "deleteAdminOwnersOwnerIdSuspension": Endpoint("DELETE",
+    "liftOwnerSuspension": Endpoint("DELETE",
                                                    "/admin/owners/{owner_id}/suspension"),
-    "getAdminSuspensions": Endpoint("GET", "/admin/suspensions"),
-    "getBotsBotId": Endpoint("GET", "/bots/{bot_id}"),
-    "getBotsBotIdAnalysis": Endpoint("GET", "/bots/{bot_id}/analysis"),
+    "listSuspensions": Endpoint("GET", "/admin/suspensions"),
+    "getBot": Endpoint("GET", "/bots/{bot_id}"),
+    "getBotAnalysis": Endpoint("GET", "/bots/{bot_id}/analysis"),
     # webhook bots: a retried PUT answers with the newest secret, the one that counts
-    "putBotsMeCallback": Endpoint("PUT", "/bots/me/callback"),
-    "getBotsMeCallback": Endpoint("GET", "/bots/me/callback"),
-    "deleteBotsMeCallback": Endpoint("DELETE", "/bots/me/callback", safe=False),
-    "getBotsMeCallbackDeliveries": Endpoint("GET", "/bots/me/callback/deliveries"),
+    "setCallback": Endpoint("PUT", "/bots/me/callback"),
+    "getCallback": Endpoint("GET", "/bots/me/callback"),
+    "deleteCallback": Endpoint("DELETE", "/bots/me/callback", safe=False),
+    "listDeliveries": Endpoint("GET", "/bots/me/callback/deliveries"),
     # asking again is harmless: a verified URL stays as it is, a pending one is sent one more
-    "postBotsMeCallbackVerify": Endpoint("POST", "/bots/me/callback/verify"),
-    "postGames": Endpoint("POST", "/games", safe=False),
-    "getGames": Endpoint("GET", "/games"),
-    "getGamesGameId": Endpoint("GET", "/games/{game_id}"),
-    "postGamesGameIdSeatsSeat": Endpoint("POST", "/games/{game_id}/seats/{seat}"),
-    "postGamesGameIdActions": Endpoint("POST", "/games/{game_id}/actions"),
-    "getGamesGameIdTurn": Endpoint("GET", "/games/{game_id}/turn"),
-    "getGamesGameIdEvents": Endpoint("GET", "/games/{game_id}/events"),
-    "getGamesGameIdRecord": Endpoint("GET", "/games/{game_id}/record"),
+    "verifyCallback": Endpoint("POST", "/bots/me/callback/verify"),
+    "createGame": Endpoint("POST", "/games", safe=False),
+    "listGames": Endpoint("GET", "/games"),
+    "getGame": Endpoint("GET", "/games/{game_id}"),
+    "joinSeat": Endpoint("POST", "/games/{game_id}/seats/{seat}"),
+    "act": Endpoint("POST", "/games/{game_id}/actions"),
+    "waitForTurn": Endpoint("GET", "/games/{game_id}/turn"),
+    "streamGameEvents": Endpoint("GET", "/games/{game_id}/events"),
+    "getRecord": Endpoint("GET", "/games/{game_id}/record"),
     # asking again is harmless: an analysis is queued once and computed once
-    "getGamesGameIdAnalysis": Endpoint("GET", "/games/{game_id}/analysis"),
-    "postTournaments": Endpoint("POST", "/tournaments", safe=False),
-    "getTournaments": Endpoint("GET", "/tournaments"),
-    "getTournamentsTournamentId": Endpoint("GET", "/tournaments/{tournament_id}"),
-    "getTournamentsTournamentIdStandings": Endpoint(
+    "getAnalysis": Endpoint("GET", "/games/{game_id}/analysis"),
+    # asking twice queues one analysis and counts once against the asker's allowance
+    "requestAnalysis": Endpoint("POST", "/games/{game_id}/analysis"),
+    "createTournament": Endpoint("POST", "/tournaments", safe=False),
+    "listTournaments": Endpoint("GET", "/tournaments"),
+    "getTournament": Endpoint("GET", "/tournaments/{tournament_id}"),
+    "getStandings": Endpoint(
         "GET", "/tournaments/{tournament_id}/standings"
     ),
-    "getTournamentsTournamentIdExport": Endpoint("GET", "/tournaments/{tournament_id}/export"),
-    "getTournamentsTournamentIdExportCsv": Endpoint(
+    "exportTournament": Endpoint("GET", "/tournaments/{tournament_id}/export"),
+    "exportTournamentCsv": Endpoint(
         "GET", "/tournaments/{tournament_id}/export.csv"
     ),
-    "postTournamentsTournamentIdCancel": Endpoint("POST", "/tournaments/{tournament_id}/cancel"),
-    "postTournamentsTournamentIdPause": Endpoint("POST", "/tournaments/{tournament_id}/pause"),
-    "postTournamentsTournamentIdResume": Endpoint("POST", "/tournaments/{tournament_id}/resume"),
-    "postTournamentsTournamentIdEntrantsEntrantIdWithdraw": Endpoint(
+    "cancelTournament": Endpoint("POST", "/tournaments/{tournament_id}/cancel"),
+    "pauseTournament": Endpoint("POST", "/tournaments/{tournament_id}/pause"),
+    "resumeTournament": Endpoint("POST", "/tournaments/{tournament_id}/resume"),
+    "withdrawEntrant": Endpoint(
         "POST", "/tournaments/{tournament_id}/entrants/{entrant_id}/withdraw"
     ),
+    # entering again answers the tournament as it is; starting a started one likewise
+    "enterTournament": Endpoint(
+        "POST", "/tournaments/{tournament_id}/entrants"),
+    "startTournament": Endpoint("POST", "/tournaments/{tournament_id}/start"),
+    "excludeEntrant": Endpoint(
+        "POST", "/tournaments/{tournament_id}/entrants/{entrant_id}/exclude", safe=False),
+    "streamTournamentEvents": Endpoint("GET", "/tournaments/{tournament_id}/events"),
+    "getTournamentSchedule": Endpoint("GET", "/tournaments/schedule"),
+    "listHouseBots": Endpoint("GET", "/house"),
     "getLeaderboard": Endpoint("GET", "/leaderboard"),
-    "postHouseGames": Endpoint("POST", "/house/games", safe=False),
-    "getLadders": Endpoint("GET", "/ladders"),
-    "getLaddersName": Endpoint("GET", "/ladders/{name}"),
+    "listBotGames": Endpoint("GET", "/bots/{bot_id}/games"),
+    "getMyOwner": Endpoint("GET", "/owners/me"),
+    # a repeated rotation would make another token (and lose the one just made)
+    "rotateMyToken": Endpoint("POST", "/bots/me/token", safe=False),
+    "rotateToken": Endpoint("POST", "/bots/{target}/token", safe=False),
+    # revoking or retiring again answers as it is now
+    "revokeToken": Endpoint("DELETE", "/bots/{target}/token"),
+    "revokeMyToken": Endpoint("DELETE", "/bots/me/token"),
+    "retireBot": Endpoint("POST", "/bots/{target}/retirement"),
+    "createHouseGame": Endpoint("POST", "/house/games", safe=False),
+    "listLadders": Endpoint("GET", "/ladders"),
+    "getLadder": Endpoint("GET", "/ladders/{name}"),
     # joining and leaving are idempotent: a repeat after a lost answer changes nothing
-    "postLaddersNameEntry": Endpoint("POST", "/ladders/{name}/entry"),
-    "getLaddersNameEntry": Endpoint("GET", "/ladders/{name}/entry"),
-    "deleteLaddersNameEntry": Endpoint("DELETE", "/ladders/{name}/entry"),
-    "getLaddersNameStandings": Endpoint("GET", "/ladders/{name}/standings"),
-    "getLaddersNameBotsBotIdHistory": Endpoint("GET", "/ladders/{name}/bots/{bot_id}/history"),
-    "getHealthz": Endpoint("GET", "/healthz"),
-    "getReadyz": Endpoint("GET", "/readyz"),
+    "joinLadder": Endpoint("POST", "/ladders/{name}/entry"),
+    "getLadderEntry": Endpoint("GET", "/ladders/{name}/entry"),
+    "leaveLadder": Endpoint("DELETE", "/ladders/{name}/entry"),
+    "getLadderStandings": Endpoint("GET", "/ladders/{name}/standings"),
+    "getLadderHistory": Endpoint("GET", "/ladders/{name}/bots/{bot_id}/history"),
+    "healthz": Endpoint("GET", "/healthz"),
+    "readyz": Endpoint("GET", "/readyz"),
 }
 
 
@@ -352,7 +372,7 @@ class Tournament:
 
     id: str
     name: str
-    status: str  # running, paused, finished or cancelled
+    status: str  # registering, running, paused, finished or cancelled
     created: int
     finished: int | None
     entrants: list[Seat]
@@ -562,7 +582,7 @@ class ArenaClient:
         body: JSON = {"name": name}
         if invitation is not None:
             body["invitation"] = invitation
-        bot = BotCreated.of(self._call("postBots", json=body,
+        bot = BotCreated.of(self._call("registerBot", json=body,
                                        headers={"Authorization": f"Bearer {owner}"
                                                 if owner else ""}))
         if use_token:
@@ -573,16 +593,16 @@ class ArenaClient:
         """``GET /bots/me/invitations``: games other owners' bots invited this bot to,
         oldest first (``id``, ``game_id``, ``from_bot``, ``from_owner``, ``seats``,
         ``expires``...)."""
-        return list(self._call("getBotsMeInvitations")["invitations"])
+        return self._every("listMyInvitations")
 
     def accept(self, invitation_id: str) -> JSON:
         """``POST /invitations/{id}/accept``: sit in the seats held for this bot."""
-        return dict(self._call("postInvitationsInvitationIdAccept",
+        return dict(self._call("acceptInvitation",
                                invitation_id=invitation_id))
 
     def decline(self, invitation_id: str) -> JSON:
         """``POST /invitations/{id}/decline``: the invitation's game is cancelled."""
-        return dict(self._call("postInvitationsInvitationIdDecline",
+        return dict(self._call("declineInvitation",
                                invitation_id=invitation_id))
 
     def set_policy(self, accept: str, from_: Iterable[str] = ()) -> JSON:
@@ -591,34 +611,34 @@ class ArenaClient:
         body: JSON = {"accept": accept}
         if accept == "list":
             body["from"] = sorted(from_)
-        return dict(self._call("putBotsMePolicy", json=body))
+        return dict(self._call("setPolicy", json=body))
 
     def me(self) -> Bot:
         """``GET /bots/me``: the bot behind the token."""
-        return Bot.of(self._call("getBotsMe"))
+        return Bot.of(self._call("getMe"))
 
     def bot(self, bot_id: str) -> Bot:
         """``GET /bots/{bot_id}``."""
-        return Bot.of(self._call("getBotsBotId", bot_id=bot_id))
+        return Bot.of(self._call("getBot", bot_id=bot_id))
 
     def set_callback(self, url: str) -> JSON:
         """``PUT /bots/me/callback``: the service calls ``url`` on this bot's turns once the
         URL has answered its verification (``verified``); returns ``url``, ``created``,
         ``verified``, ``verification`` and the signing ``secret`` (shown only here)."""
-        return dict(self._call("putBotsMeCallback", json={"url": url}))
+        return dict(self._call("setCallback", json={"url": url}))
 
     def callback(self) -> JSON:
         """``GET /bots/me/callback``: the registered URL (``ArenaError`` not-found if none)."""
-        return dict(self._call("getBotsMeCallback"))
+        return dict(self._call("getCallback"))
 
     def verify_callback(self) -> JSON:
         """``POST /bots/me/callback/verify``: send the URL's verification again now (after
         the bot's server came up late); returns the callback with ``verified``."""
-        return dict(self._call("postBotsMeCallbackVerify", json={}))
+        return dict(self._call("verifyCallback", json={}))
 
     def remove_callback(self) -> None:
         """``DELETE /bots/me/callback``: back to playing by pull."""
-        self._send("deleteBotsMeCallback", {})
+        self._send("deleteCallback", {})
 
     def deliveries(self, limit: int = 50, game_id: str | None = None) -> list[JSON]:
         """``GET /bots/me/callback/deliveries``: what became of the service's calls, newest
@@ -626,7 +646,7 @@ class ArenaClient:
         params: JSON = {"limit": limit}
         if game_id is not None:
             params["game_id"] = game_id
-        return list(self._call("getBotsMeCallbackDeliveries", params=params)["deliveries"])
+        return list(self._call("listDeliveries", params=params)["items"])
 
     def my_turns(self, timeout: float = 25.0, playing: Iterable[str] = (),
                  invitations_after: float | None = None) -> BotTurns:
@@ -641,7 +661,7 @@ class ArenaClient:
         ids = ",".join(sorted(playing))
         if ids:
             params["playing"] = ids
-        return BotTurns.of(self._call("getBotsMeTurns", params=params, wait=timeout))
+        return BotTurns.of(self._call("listMyTurns", params=params, wait=timeout))
 
     # --- games -------------------------------------------------------------------------
 
@@ -661,7 +681,7 @@ class ArenaClient:
             body["seed"] = seed
         if variants:
             body["variants"] = variants
-        return GameSummary.of(self._call("postGames", json=body))
+        return GameSummary.of(self._call("createGame", json=body))
 
     def house_game(self, players: int, opponent: str = "heuristic",
                    partner: str | None = None, variants: JSON | None = None,
@@ -675,7 +695,7 @@ class ArenaClient:
             body["variants"] = variants
         if move_limit is not None:
             body["move_limit"] = move_limit
-        return GameSummary.of(self._call("postHouseGames", json=body)["game"])
+        return GameSummary.of(self._call("createHouseGame", json=body)["game"])
 
     def games(self, status: str | None = None, limit: int = 20,
               cursor: int | None = None) -> GameList:
@@ -685,7 +705,7 @@ class ArenaClient:
             params["status"] = status
         if cursor is not None:
             params["cursor"] = cursor
-        return GameList.of(self._call("getGames", params=params))
+        return GameList.of(self._call("listGames", params=params))
 
     def iter_games(self, status: str | None = None, page_size: int = 50
                    ) -> Iterator[GameSummary]:
@@ -698,14 +718,72 @@ class ArenaClient:
                 return
             cursor = page.next_cursor
 
+    def owner(self) -> JSON:
+        """``GET /owners/me``: this bot's owner, every bot of it with its ratings and live
+        games."""
+        return dict(self._call("getMyOwner"))
+
+    def rotate_token(self, bot_id: str | None = None) -> str:
+        """``POST /bots/me/token`` (or ``/bots/{id}/token``, a bot of the same owner): a
+        new token, returned once; the old one is refused from now on. Rotating this
+        client's own bot, the client uses the new token from here on."""
+        if bot_id is None:
+            token = self._call("rotateMyToken")["token"]
+            self.token = token
+        else:
+            token = self._call("rotateToken", target=bot_id)["token"]
+        return str(token)
+
+    def revoke_token(self, bot_id: str | None = None) -> None:
+        """``DELETE /bots/{id}/token`` (without ``bot_id``: ``/bots/me/token``, this
+        client's own): the bot has no token until one is rotated in."""
+        if bot_id is None:
+            self._call("revokeMyToken")
+        else:
+            self._call("revokeToken", target=bot_id)
+
+    def retire(self, bot_id: str) -> JSON:
+        """``POST /bots/{id}/retirement``: the bot plays no more (for good); its games,
+        ratings and name are kept."""
+        return dict(self._call("retireBot", target=bot_id))
+
+    @staticmethod
+    def _game_filters(filters: JSON) -> JSON:
+        """``bot_games``' filters as query parameters (booleans as ``true``/``false``)."""
+        return {k: ("true" if v else "false") if isinstance(v, bool) else v
+                for k, v in filters.items() if v is not None}
+
+    def bot_games(self, bot_id: str, limit: int = 50, cursor: str | None = None,
+                  **filters: Any) -> JSON:
+        """``GET /bots/{id}/games``: one page of the bot's finished games, newest first
+        (``items``, ``next_cursor``). ``filters``: ``since``, ``until`` (unix seconds),
+        ``rated``, ``tournament``, ``ladder``, ``opponent``, ``players``."""
+        params = {"limit": limit, **self._game_filters(filters)}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return dict(self._call("listBotGames", params=params, bot_id=bot_id))
+
+    def export_games(self, bot_id: str, records: bool = True, **filters: Any
+                     ) -> Iterator[JSON]:
+        """``GET /bots/{id}/games`` as NDJSON: every finished game of the bot (with its
+        full ``record`` unless ``records=False``), newest first, read line by line as the
+        service streams them: nothing is held but the current line."""
+        params = {**self._game_filters(filters), "records": "true" if records else "false"}
+        resp = self._send("listBotGames", {"bot_id": bot_id}, params=params,
+                          headers={"Accept": "application/x-ndjson"}, stream=True)
+        with resp:
+            for line in resp.iter_lines():
+                if line:
+                    yield jsonlib.loads(line)
+
     def game(self, game_id: str, seat: int | None = None) -> View:
         """``GET /games/{id}``: this bot's view (its seat's hand and legal actions), or the
         spectator view without a token. ``seat`` picks one of two held seats."""
-        return View.of(self._call("getGamesGameId", game_id=game_id, params=_seat(seat)))
+        return View.of(self._call("getGame", game_id=game_id, params=_seat(seat)))
 
     def join(self, game_id: str, seat: int) -> View:
         """``POST /games/{id}/seats/{seat}``: take an open seat (again: a no-op)."""
-        return View.of(self._call("postGamesGameIdSeatsSeat", game_id=game_id, seat=seat))
+        return View.of(self._call("joinSeat", game_id=game_id, seat=seat))
 
     def act(
         self,
@@ -736,7 +814,7 @@ class ArenaClient:
         if if_match is not None:
             headers["If-Match"] = f'"{if_match}"'
         params = {"wait": wait} if wait else None
-        return View.of(self._call("postGamesGameIdActions", game_id=game_id, json=body,
+        return View.of(self._call("act", game_id=game_id, json=body,
                                   headers=headers, params=params, wait=wait or 0.0))
 
     def wait_turn(
@@ -751,12 +829,12 @@ class ArenaClient:
         params: JSON = {"timeout": timeout, **_seat(seat)}
         if after is not None:
             params["after"] = after
-        return TurnAnswer.of(self._call("getGamesGameIdTurn", game_id=game_id, params=params,
+        return TurnAnswer.of(self._call("waitForTurn", game_id=game_id, params=params,
                                         wait=timeout))
 
     def record(self, game_id: str, seat: int | None = None) -> Record:
         """``GET /games/{id}/record``: complete once the game is over."""
-        return Record.of(self._call("getGamesGameIdRecord", game_id=game_id,
+        return Record.of(self._call("getRecord", game_id=game_id,
                                     params=_seat(seat)))
 
     def events(
@@ -778,7 +856,7 @@ class ArenaClient:
             if last:
                 headers["Last-Event-ID"] = last
             try:
-                resp = self._send("getGamesGameIdEvents", {"game_id": game_id},
+                resp = self._send("streamGameEvents", {"game_id": game_id},
                                   params=_seat(seat), headers=headers, stream=True,
                                   read_timeout=read_timeout)
                 with resp:
@@ -806,23 +884,64 @@ class ArenaClient:
         (name, players, games_per_pairing, duplicate, rounds, variants, move_limit...)."""
         body: JSON = {"entrants": entrants, "format": format, **settings}
         headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else None
-        return Tournament.of(self._call("postTournaments", json=body, headers=headers))
+        return Tournament.of(self._call("createTournament", json=body, headers=headers))
 
-    def tournaments(self, limit: int = 20, cursor: int | None = None) -> TournamentList:
-        """``GET /tournaments``: one page, newest first."""
-        params: JSON = {"limit": limit}
+    def tournaments(self, limit: int = 20, cursor: int | None = None,
+                    **filters: Any) -> TournamentList:
+        """``GET /tournaments``: one page, newest first; ``filters`` as the contract's
+        (status, format, players, starts_after, starts_before). ``status="registering"``:
+        the ones a bot may enter, soonest start first."""
+        params: JSON = {"limit": limit, **{k: v for k, v in filters.items() if v is not None}}
         if cursor is not None:
             params["cursor"] = cursor
-        return TournamentList.of(self._call("getTournaments", params=params))
+        return TournamentList.of(self._call("listTournaments", params=params))
+
+    def organize(self, format: str = "swiss", **settings: Any) -> Tournament:
+        """``POST /tournaments`` with this client's token: its bot's owner organizes a
+        tournament (``registration``, ``starts_at``... as the contract's TournamentCreate;
+        without ``entrants`` bots enter it themselves). A private one's ``code`` is in
+        ``raw``."""
+        return Tournament.of(self._call("createTournament", json={"format": format,
+                                                                 **settings}))
+
+    def enter(self, tournament_id: str, code: str | None = None) -> Tournament:
+        """``POST /tournaments/{id}/entrants``: this client's bot enters (a private
+        tournament's join ``code``). Each refused condition is an ``ArenaError`` of its own
+        kind (``entry-not-validated``, ``entry-one-per-owner``...)."""
+        body = {"code": code} if code else {}
+        return Tournament.of(self._call("enterTournament", json=body,
+                                        tournament_id=tournament_id))
+
+    def enter_next(self, **filters: Any) -> Tournament | None:
+        """Enter the registering tournament that starts soonest and admits this bot
+        (``filters`` as ``tournaments``); None when none does."""
+        for t in self.tournaments(limit=50, status="registering", **filters).items:
+            if (t.raw.get("registration") or {}).get("mode") != "open":
+                continue
+            try:
+                return self.enter(t.id)
+            except ArenaError as exc:
+                if exc.status in (401, 429) or exc.status >= 500:
+                    raise
+        return None
+
+    def start_tournament(self, tournament_id: str) -> Tournament:
+        """``POST /tournaments/{id}/start`` (its organizer): it starts now."""
+        return Tournament.of(self._call("startTournament",
+                                        tournament_id=tournament_id))
+
+    def house(self) -> JSON:
+        """``GET /house``: the house bots (ids, strategies) and whether they play here."""
+        return dict(self._call("listHouseBots"))
 
     def tournament(self, tournament_id: str) -> Tournament:
         """``GET /tournaments/{id}``: settings, progress, rounds with games and results."""
-        return Tournament.of(self._call("getTournamentsTournamentId",
+        return Tournament.of(self._call("getTournament",
                                         tournament_id=tournament_id))
 
     def standings(self, tournament_id: str) -> Standings:
         """``GET /tournaments/{id}/standings``: ranked rows with ratings, and their history."""
-        return Standings.of(self._call("getTournamentsTournamentIdStandings",
+        return Standings.of(self._call("getStandings",
                                        tournament_id=tournament_id))
 
     def export(self, tournament_id: str, table: str | None = None) -> JSON | str:
@@ -830,8 +949,8 @@ class ArenaClient:
         with ``table`` (standings, games, ratings, bracket) that table as CSV text
         (``GET /tournaments/{id}/export.csv``)."""
         if table is None:
-            return self._call("getTournamentsTournamentIdExport", tournament_id=tournament_id)
-        resp = self._send("getTournamentsTournamentIdExportCsv",
+            return self._call("exportTournament", tournament_id=tournament_id)
+        resp = self._send("exportTournamentCsv",
                           {"tournament_id": tournament_id}, params={"table": table})
         return resp.text
 
@@ -839,23 +958,23 @@ class ArenaClient:
                           ) -> Tournament:
         """``POST /tournaments/{id}/cancel`` (admin): live games voided, nothing scheduled.
         Safe to repeat (a cancelled tournament answers as it is)."""
-        return self._control("postTournamentsTournamentIdCancel", tournament_id, admin_token)
+        return self._control("cancelTournament", tournament_id, admin_token)
 
     def pause_tournament(self, tournament_id: str, admin_token: str | None = None
                          ) -> Tournament:
         """``POST /tournaments/{id}/pause`` (admin): no new game starts until resumed."""
-        return self._control("postTournamentsTournamentIdPause", tournament_id, admin_token)
+        return self._control("pauseTournament", tournament_id, admin_token)
 
     def resume_tournament(self, tournament_id: str, admin_token: str | None = None
                           ) -> Tournament:
         """``POST /tournaments/{id}/resume`` (admin): games start again."""
-        return self._control("postTournamentsTournamentIdResume", tournament_id, admin_token)
+        return self._control("resumeTournament", tournament_id, admin_token)
 
     def withdraw(self, tournament_id: str, entrant_id: str | None = None) -> Tournament:
         """``POST /tournaments/{id}/entrants/{bot}/withdraw`` with this client's token (its
         own bot by default): the entrant forfeits its live and unplayed games."""
         entrant = entrant_id or self.me().id
-        return Tournament.of(self._call("postTournamentsTournamentIdEntrantsEntrantIdWithdraw",
+        return Tournament.of(self._call("withdrawEntrant",
                                         tournament_id=tournament_id, entrant_id=entrant))
 
     def _control(self, name: str, tournament_id: str, admin_token: str | None) -> Tournament:
@@ -872,36 +991,36 @@ class ArenaClient:
     def create_owner_invitation(self, admin_token: str | None = None) -> JSON:
         """``POST /owner-invitations`` (admin): a single-use code that admits a new owner
         where admission is ``invite`` (``code``, ``expires``)."""
-        return self._admin("postOwnerInvitations", admin_token)
+        return self._admin("createOwnerInvitation", admin_token)
 
     def suspend_bot(self, bot_id: str, reason: str, admin_token: str | None = None) -> JSON:
         """``POST /admin/bots/{id}/suspension`` (admin): withdrawn from tournaments and
         ladders, can no longer act, register or accept invitations."""
-        return self._admin("postAdminBotsBotIdSuspension", admin_token, {"reason": reason},
+        return self._admin("suspendBot", admin_token, {"reason": reason},
                            bot_id=bot_id)
 
     def lift_bot_suspension(self, bot_id: str, admin_token: str | None = None) -> JSON:
         """``DELETE /admin/bots/{id}/suspension`` (admin): access back, not the games."""
-        return self._admin("deleteAdminBotsBotIdSuspension", admin_token, bot_id=bot_id)
+        return self._admin("liftBotSuspension", admin_token, bot_id=bot_id)
 
     def suspend_owner(self, owner_id: str, reason: str, admin_token: str | None = None
                       ) -> JSON:
         """``POST /admin/owners/{id}/suspension`` (admin): every bot of the owner."""
-        return self._admin("postAdminOwnersOwnerIdSuspension", admin_token,
+        return self._admin("suspendOwner", admin_token,
                            {"reason": reason}, owner_id=owner_id)
 
     def lift_owner_suspension(self, owner_id: str, admin_token: str | None = None) -> JSON:
         """``DELETE /admin/owners/{id}/suspension`` (admin)."""
-        return self._admin("deleteAdminOwnersOwnerIdSuspension", admin_token,
+        return self._admin("liftOwnerSuspension", admin_token,
                            owner_id=owner_id)
 
     def suspensions(self, admin_token: str | None = None) -> list[JSON]:
         """``GET /admin/suspensions`` (admin): every act, newest first."""
-        return list(self._admin("getAdminSuspensions", admin_token)["entries"])
+        return list(self._admin("listSuspensions", admin_token)["items"])
 
     def leaderboard(self) -> list[LeaderboardRow]:
         """``GET /leaderboard``: ratings over every tournament game, best first."""
-        return [LeaderboardRow.of(r) for r in self._call("getLeaderboard")["items"]]
+        return [LeaderboardRow.of(r) for r in self._every("getLeaderboard")]
 
     # --- the ladder (answers as the contract's JSON objects) ------------------------------
 
@@ -914,32 +1033,32 @@ class ArenaClient:
 
     def ladders(self) -> list[JSON]:
         """``GET /ladders``: every ladder with its table size, rules and counts."""
-        return list(self._call("getLadders")["items"])
+        return list(self._call("listLadders")["items"])
 
     def ladder(self, name: str) -> JSON:
         """``GET /ladders/{name}``: the ladder and who is on it (its queue)."""
-        return dict(self._ladder("getLaddersName", name))
+        return dict(self._ladder("getLadder", name))
 
     def join_ladder(self, name: str, games: int | None = None) -> JSON:
         """``POST /ladders/{name}/entry``: queue for rated games (``games`` of them, or until
         ``leave_ladder``); answers the entry (``state``, ``game_id``, ``reason``...)."""
         body: JSON = {} if games is None else {"games": games}
-        return dict(self._ladder("postLaddersNameEntry", name, json=body))
+        return dict(self._ladder("joinLadder", name, json=body))
 
     def ladder_entry(self, name: str) -> JSON:
         """``GET /ladders/{name}/entry``: your queue state."""
-        return dict(self._ladder("getLaddersNameEntry", name))
+        return dict(self._ladder("getLadderEntry", name))
 
     def leave_ladder(self, name: str) -> JSON:
         """``DELETE /ladders/{name}/entry``: stop being matched (a game in play is finished)."""
-        return dict(self._ladder("deleteLaddersNameEntry", name))
+        return dict(self._ladder("leaveLadder", name))
 
     def ladder_standings(self, name: str, limit: int = 20, cursor: int | None = None) -> JSON:
         """``GET /ladders/{name}/standings``: one page, best ordinal first."""
         params: JSON = {"limit": limit}
         if cursor is not None:
             params["cursor"] = cursor
-        return dict(self._ladder("getLaddersNameStandings", name, params=params))
+        return dict(self._ladder("getLadderStandings", name, params=params))
 
     def ladder_history(self, name: str, bot_id: str, limit: int = 20,
                        cursor: int | None = None) -> JSON:
@@ -948,18 +1067,30 @@ class ArenaClient:
         params: JSON = {"limit": limit}
         if cursor is not None:
             params["cursor"] = cursor
-        return dict(self._ladder("getLaddersNameBotsBotIdHistory", name, params=params,
+        return dict(self._ladder("getLadderHistory", name, params=params,
                                  bot_id=bot_id))
 
     # --- health ------------------------------------------------------------------------
 
     def healthz(self) -> Health:
-        return Health.of(self._call("getHealthz"))
+        return Health.of(self._call("healthz"))
 
     def readyz(self) -> Health:
-        return Health.of(self._call("getReadyz"))
+        return Health.of(self._call("readyz"))
 
     # --- plumbing ----------------------------------------------------------------------
+
+    def _every(self, name: str, params: JSON | None = None, **path: Any) -> list[JSON]:
+        """Every item of a list operation, following ``next_cursor`` page by page (every
+        list answers ``items`` and ``next_cursor``)."""
+        out: list[JSON] = []
+        query = dict(params or {})
+        while True:
+            page = self._call(name, params=query, **path)
+            out += page["items"]
+            if page.get("next_cursor") is None:
+                return out
+            query["cursor"] = page["next_cursor"]
 
     def _call(
         self,

@@ -20,7 +20,7 @@ request. When the wait runs out with the other side still thinking, the thread g
 waiting on the game (``GET …/turn``) until the game is over. The turn poll names every game
 being played (``?playing=``), so it is answered only, and at once, when *another* game
 becomes the bot's turn — a new game's first turn is never left waiting behind games that
-are busy (issue 16: bots that were running got charged timeouts). ``workers`` bounds how
+are busy (else a running bot is charged timeouts in a game it never saw). ``workers`` bounds how
 many strategies decide at once, not how many games are played. A
 ``not-your-turn``/``version-conflict``/``precondition-failed`` answer means the game moved
 on: the thread re-fetches and decides again. Every request is paced by the client
@@ -104,7 +104,8 @@ class BotRunner:
     - ``workers``: strategies deciding at the same time (any number of games is played at
       once, each on its own thread that waits on the wire, so one game's wait never holds
       up another game's turn).
-    - ``max_games``: stop once this many of the bot's games have finished.
+    - ``max_games``: stop once this many of the bot's games have finished; on a ladder,
+      this many *rated* games (the service counts them; a validation game is not one).
     - ``stop_when_idle``: stop when a turn poll comes back empty and no game this runner
       has played is still going.
     - ``stop_event``: a ``threading.Event`` that stops the runner when set.
@@ -114,6 +115,8 @@ class BotRunner:
       in. The entry is checked every ``check_every`` seconds while idle: a bot the service
       paused (too many timeouts) stops with the reason logged. The first SIGINT/SIGTERM
       leaves the ladder and plays out the games in progress; a second stops at once.
+      However the runner stops, it leaves the ladder, so no entry is left queued without
+      a bot to play its games.
     - ``act_wait``: seconds an action also waits for the bot's next turn in its game (0:
       plain actions, each followed by a turn long-poll of the game). Waits are at most
       ``poll_timeout``, so a stop is noticed as quickly.
@@ -165,6 +168,7 @@ class BotRunner:
         self._lock = threading.Lock()
         self._open: dict[str, float] = {}  # games played and not seen over -> last checked
         self._done: set[str] = set()
+        self._failed_games: set[str] = set()  # games whose strategy failure was logged
         self._deciding = threading.BoundedSemaphore(self.workers)
 
     # --- control -------------------------------------------------------------------------
@@ -226,6 +230,8 @@ class BotRunner:
         finally:
             self.stop_event.set()
             pool.shutdown(wait=True)
+            if self.ladder and not self._left:
+                self._leave_ladder()  # stopped for any reason: never left queued, unplayed
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             log.info("%s: runner stopped: %s", self.name, self.stats)
@@ -250,8 +256,17 @@ class BotRunner:
                     self.client.decline(inv["id"])
                     log.info("%s: declined invitation to game %s from %s", self.name,
                              inv["game_id"], inv.get("from_bot"))
-            except ArenaError as exc:  # expired, or cancelled meanwhile
-                log.info("%s: invitation %s: %s", self.name, inv["id"], exc)
+            except ArenaError as exc:
+                if exc.status in (0, 429) or exc.status >= 500:
+                    # unanswered (a restart, a lost connection): answer it again after the
+                    # next poll, which lists it again from just before it
+                    self._answered.discard(inv["id"])
+                    self._invitations_seen = min(self._invitations_seen or inv["created"],
+                                                 inv["created"] - 0.001)
+                    log.warning("%s: invitation %s: %s; trying again", self.name, inv["id"],
+                                exc)
+                    return
+                log.info("%s: invitation %s: %s", self.name, inv["id"], exc)  # expired...
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         if self.stopping:
@@ -269,7 +284,11 @@ class BotRunner:
     def _should_stop(self) -> bool:
         if self.stopping:
             return True
-        return self.max_games is not None and self.stats.games_finished >= self.max_games
+        # on a ladder the service counts the rated games (the entry's ``games_left``; an
+        # unrated validation game is not one of them) and turns the entry ``off`` after the
+        # last: ``_check_ladder`` stops then
+        return (self.max_games is not None and not self.ladder
+                and self.stats.games_finished >= self.max_games)
 
     def _leave_ladder(self) -> None:
         self._left = True
@@ -381,19 +400,27 @@ class BotRunner:
         try:
             with self._deciding:  # at most ``workers`` strategies think at once
                 action = self.strategy.choose(view.raw, list(legal))
-        except Exception:
-            log.exception("%s: game %s: the strategy failed; playing %s", self.name, view.id,
-                          legal[0])
-            with self._lock:
-                self.stats.strategy_errors += 1
-            return legal[0]
+        except Exception as exc:
+            log.debug("%s: game %s: the strategy failed", self.name, view.id, exc_info=True)
+            return self._failed(view, f"the strategy failed ({type(exc).__name__}: {exc})")
         if action not in legal:
-            log.error("%s: game %s: the strategy chose %r, not one of %s; playing %s",
-                      self.name, view.id, action, legal, legal[0])
-            with self._lock:
-                self.stats.strategy_errors += 1
-            return legal[0]
+            return self._failed(view, f"the strategy chose {action!r}, not one of {legal}")
         return action
+
+    def _failed(self, view: View, what: str) -> str:
+        """The first legal action, for a decision the strategy failed. Logged once a game,
+        one line without a traceback (that is at debug level): a strategy that fails on
+        a position (a long game it cannot handle) fails on every later one too, and a
+        line or a traceback a decision would fill a busy bot's log."""
+        legal = view.legal_actions
+        with self._lock:
+            self.stats.strategy_errors += 1
+            first = view.id not in self._failed_games
+            self._failed_games.add(view.id)
+        if first:
+            log.error("%s: game %s: %s; playing the first legal action (%s), and so for "
+                      "every later failure in this game", self.name, view.id, what, legal[0])
+        return legal[0]
 
     # --- which games are still going -----------------------------------------------------
 
@@ -406,6 +433,7 @@ class BotRunner:
                 return
             self._open.pop(view.id, None)
             self._done.add(view.id)
+            self._failed_games.discard(view.id)
             self.stats.games_finished += 1
             self.stats.finished.append(view.id)
             won = view.winner is not None and view.winner == view.team

@@ -15,8 +15,9 @@ from typing import Any, Final
 
 from service.engine.actions import BEG, GIVE_ONE, RUN_PACK, STAND
 from service.engine.cards import ALL_CARDS, GAME_POINTS, JACK, SUIT_MASK, cards_of
-from service.engine.game import apply, hand_done, play_in_place
+from service.engine.game import apply, award, hand_done
 from service.engine.play import legal_play_mask, winning_index
+from service.engine.scoring import score_hand
 from service.engine.state import GIVE_ONE_OR_RUN, OVER, PLAY, STAND_OR_BEG, State
 from service.engine.variants import Variants
 
@@ -175,9 +176,13 @@ def play_hand(s: State, rng: random.Random, epsilon: float) -> State:
     """``s`` played to the end of its hand (scored, the next not dealt) or of the game.
 
     ``s`` itself is not changed: the cards are played into one copy of it
-    (``play_in_place``), not a copy a card with its events as ``apply`` makes."""
+    (``_play_out``), not a copy a card with its events as ``apply`` makes."""
+    return _play_hand(s, rng, epsilon, False)
+
+
+def _play_hand(s: State, rng: random.Random, epsilon: float, own: bool) -> State:
+    """``play_hand``; ``own``: ``s`` is the caller's copy, to be played into."""
     hand_no = s.hand_no
-    own = False  # whether ``s`` is this function's own copy yet
     while s.phase != OVER and s.hand_no == hand_no:
         if s.phase == PLAY:
             if hand_done(s):
@@ -185,11 +190,128 @@ def play_hand(s: State, rng: random.Random, epsilon: float) -> State:
             if not own:
                 s = s.clone()
                 own = True
-            play_in_place(s, rollout_card(s, rng, epsilon))
+            _play_out(s, rng, epsilon, -1)
         else:  # a decision before play, or again after a redeal (R11)
             s, _ = apply(s, rollout_decision(s))
             own = True
     return s
+
+
+def _play_out(s: State, rng: random.Random, epsilon: float, first: int) -> None:
+    """Play the hand of ``s`` (a state nobody else holds) to its last card with
+    ``rollout_card`` — ``first`` first, unless it is -1 — and score it, as
+    ``play_in_place`` a card at a time would, but on local lists: the hands copied once,
+    not every card, and no trick list rebuilt a card. tests/clients/test_playout.py
+    checks it ends where ``play_in_place`` does."""
+    n = s.players
+    trump = s.trump
+    v = s.variants
+    cost = _COST[trump]
+    hands = s.hands = list(s.hands)
+    trick = list(s.trick)
+    tricks = list(s.tricks)
+    leader = s.leader
+    seat = s.turn
+    ply = s.ply
+    c = first
+    while True:
+        if c < 0:
+            c = _pick(hands, trick, seat, leader, n, trump, v, cost, rng, epsilon)
+        hands[seat] ^= 1 << c
+        trick.append(c)
+        c = -1
+        ply += 1
+        if len(trick) < n:
+            seat = (seat + 1) % n
+            continue
+        winner = (leader + winning_index(trick, trump)) % n
+        tricks.append([leader, trick, winner])
+        trick = []
+        leader = winner
+        seat = winner
+        if hands[winner] == 0:
+            break
+    s.trick = trick
+    s.tricks = tricks
+    s.leader = leader
+    s.turn = seat
+    s.ply = ply
+    score_hand(s, [], award)
+
+
+def value_deal(
+    state: State, actions: list[int], team: int, rng: random.Random, epsilon: float
+) -> list[float]:
+    """Each action taken in ``state`` (one sampled deal) and the hand played out: four
+    figures an action for ``team`` — the hand's points, its margin, the game won (1 or 0
+    where the hand ends it, else ``race`` on the scores it leaves), and ``WIN_VALUE`` for
+    a game won in this hand (minus, lost). ``SearchStrategy.evaluate_all`` sums them over
+    the deals; here so that the loop over the actions runs compiled."""
+    out: list[float] = []
+    for a in actions:
+        if state.phase == PLAY:  # a card, and the hand after it, played into one copy
+            hand_no = state.hand_no
+            end = state.clone()
+            _play_out(end, rng, epsilon, a)
+        else:
+            s, _ = apply(state, a, None, False)
+            hand_no = s.hand_no
+            end = _play_hand(s, rng, epsilon, True)
+        ours, theirs = hand_points(end, hand_no, team)
+        bonus = 0.0
+        if end.phase == OVER:
+            won = end.winner == team
+            win = 1.0 if won else 0.0
+            if end.hand_no == hand_no:
+                bonus = WIN_VALUE if won else -WIN_VALUE
+        else:
+            target = end.variants.target
+            win = race(max(target - end.scores[team], 0), max(target - end.scores[1 - team], 0))
+        out.append(ours)
+        out.append(ours - theirs)
+        out.append(win)
+        out.append(bonus)
+    return out
+
+
+def add_into(sums: list[float], xs: list[float]) -> None:
+    """``sums[i] += xs[i]`` for every i, compiled."""
+    for i in range(len(xs)):
+        sums[i] += xs[i]
+
+
+_RACES: Final[dict[int, float]] = {}
+
+
+def race(a: int, b: int) -> float:
+    """The chance of taking ``a`` fair points before the other side takes ``b``: the
+    negative binomial tail, summed over the other side's points k < b at the moment of the
+    ``a``-th point, each ``C(a-1+k, k) / 2^(a+k)``. A loop of ``min(a, b)`` terms, never a
+    recursion: the variants allow targets up to 1,000, far past Python's recursion limit
+    (``race(a, b) = 1 - race(b, a)`` lets the shorter side be summed). Remembered: a
+    search asks the same few scores again and again (``search.win_chance``)."""
+    if a == 0:
+        return 1.0
+    if b == 0:
+        return 0.0
+    key = a * 65536 + b
+    found = _RACES.get(key)
+    if found is not None:
+        return found
+    if b > a:
+        chance = 1.0 - race(b, a)
+    else:
+        # term_k = C(a-1+k, k) / 2^(a+k), from term_0 = 2^-a by term_{k+1} = term_k (a+k)
+        # / (2 (k+1)); 2^-a stays a normal float up to a = 1022, past any target allowed
+        term = 0.5 ** a
+        total = term
+        for k in range(b - 1):
+            term *= (a + k) / (2.0 * (k + 1))
+            total += term
+        chance = min(1.0, total)
+    if len(_RACES) < 65536:
+        _RACES[key] = chance
+    return chance
 
 
 def hand_points(end: State, hand_no: int, team: int) -> tuple[float, float]:
@@ -236,70 +358,120 @@ def rollout_card(s: State, rng: random.Random, epsilon: float) -> int:
     worth winning cheaply, draw trumps with the top trump, otherwise throw the cheapest
     card; now and then (``epsilon``) any legal card.
     """
-    trump = s.trump
-    hands = s.hands
-    seat = s.turn
-    hand = hands[seat]
-    cards = cards_of(legal_play_mask(hand, s.trick, trump, s.variants))
-    if len(cards) == 1:
-        return cards[0]
+    return _pick(s.hands, s.trick, s.turn, s.leader, s.players, s.trump, s.variants,
+                 _COST[s.trump], rng, epsilon)
+
+
+# the tens (rank 8) of every suit: a ten's own 10 Game points
+_TENS: Final = sum(1 << (suit * 13 + 8) for suit in range(4))
+
+
+def _cheapest_of(m: int, cost: list[float]) -> int:
+    """The card of mask ``m`` that costs least to give up (the lowest of equals)."""
+    best = -1
+    least = 0.0
+    while m:
+        low = m & -m
+        c = low.bit_length() - 1
+        if best < 0 or cost[c] < least:
+            best = c
+            least = cost[c]
+        m ^= low
+    return best
+
+
+def _pick(
+    hands: list[int], trick: list[int], seat: int, leader: int, n: int, trump: int,
+    variants: Variants, cost: list[float], rng: random.Random, epsilon: float,
+) -> int:
+    """``rollout_card`` on masks: every choice is a mask of cards (the lowest card of
+    equals wins a tie, as ``min`` over the ascending list of cards did)."""
+    legal = legal_play_mask(hands[seat], trick, trump, variants)
+    if legal & (legal - 1) == 0:
+        return legal.bit_length() - 1
     if epsilon and rng.random() < epsilon:
-        return rng.choice(cards)
-    cost = _COST[trump]
-    trick = s.trick
-    n = s.players
+        return rng.choice(cards_of(legal))
+    trump_mask = SUIT_MASK[trump]
     jack = trump * 13 + JACK
     if not trick:
         opp = 0
         for o in range(n):
             if (o ^ seat) & 1:
                 opp |= hands[o]
-        trumps = [c for c in cards if c // 13 == trump]
+        trumps = legal & trump_mask
         if trumps:
-            top = trumps[-1]
+            top = trumps.bit_length() - 1
             if not _beaten_by(top, opp, trump) and (
-                opp & SUIT_MASK[trump] or top == jack or GAME_POINTS[top] >= 10
+                opp & trump_mask or top == jack or GAME_POINTS[top] >= 10
             ):
                 return top
-        side = [c for c in cards if c // 13 != trump]
-        for c in reversed(side):
-            if not opp & SUIT_MASK[c // 13] & ~((2 << c) - 1) and not opp & SUIT_MASK[trump]:
-                return c  # a master card nobody can beat or trump
-        return min(cards, key=cost.__getitem__)
+        if not opp & trump_mask:
+            side = legal & ~trump_mask
+            while side:  # from the highest: a master card nobody can beat or trump
+                c = side.bit_length() - 1
+                if not opp & SUIT_MASK[c // 13] & ~((2 << c) - 1):
+                    return c
+                side ^= 1 << c
+        return _cheapest_of(legal, cost)
     i = winning_index(trick, trump)
     best = trick[i]
     later = 0
     for k in range(len(trick) + 1, n):
-        other = (s.leader + k) % n
+        other = (leader + k) % n
         if (other ^ seat) & 1:
             later |= hands[other]
     if n == 4 and len(trick) - i == 2:  # partner is winning
         if not _beaten_by(best, later, trump):
-            if jack in cards:
+            if legal >> jack & 1:
                 return jack
-            return max(cards, key=lambda c: GAME_POINTS[c] - (c // 13 == trump) * 20)
-        return min(cards, key=cost.__getitem__)
+            top = -1
+            most = 0
+            m = legal
+            while m:
+                low = m & -m
+                c = low.bit_length() - 1
+                worth = GAME_POINTS[c] - (20 if c // 13 == trump else 0)
+                if top < 0 or worth > most:
+                    top = c
+                    most = worth
+                m ^= low
+            return top
+        return _cheapest_of(legal, cost)
     best_suit = best // 13
-    winners = [c for c in cards if (c > best if c // 13 == best_suit else c // 13 == trump)]
+    above = ~((2 << best) - 1)
+    if best_suit == trump:
+        winners = legal & trump_mask & above
+    else:
+        winners = (legal & SUIT_MASK[best_suit] & above) | (legal & trump_mask)
     if not winners:
-        return min(cards, key=cost.__getitem__)
-    safe = [c for c in winners if not _beaten_by(c, later, trump)]
-    if jack in safe:
+        return _cheapest_of(legal, cost)
+    safe = 0
+    m = winners
+    while m:
+        low = m & -m
+        if not _beaten_by(low.bit_length() - 1, later, trump):
+            safe |= low
+        m ^= low
+    if safe >> jack & 1:
         return jack
-    for c in safe:
-        if c % 13 == 8:  # a ten: its own 10 Game points come home
-            return c
-    stake = sum(GAME_POINTS[c] for c in trick) + (10 if jack in trick else 0)
+    tens = safe & _TENS
+    if tens:  # a ten: its own 10 Game points come home
+        return (tens & -tens).bit_length() - 1
+    stake = 0
+    for c in trick:
+        stake += GAME_POINTS[c]
+        if c == jack:
+            stake += 10
     if safe:
-        cheap = min(safe, key=cost.__getitem__)
+        cheap = _cheapest_of(safe, cost)
         if stake or cheap // 13 != trump:
             return cheap
     if stake >= 10:
-        return min(winners, key=cost.__getitem__)
-    plain = [c for c in winners if c // 13 != trump]
+        return _cheapest_of(winners, cost)
+    plain = winners & ~trump_mask
     if plain:
-        return min(plain, key=cost.__getitem__)
-    return min(cards, key=cost.__getitem__)
+        return _cheapest_of(plain, cost)
+    return _cheapest_of(legal, cost)
 
 
 # --- the heuristic's card play, on masks ---------------------------------------------------
@@ -313,16 +485,20 @@ def _beaters(c: int, trump: int) -> int:
     return higher if suit == trump else higher | SUIT_MASK[trump]
 
 
-def _may_beat(c: int, trump: int, unseen: int, seats: list[int], sizes: list[int],
-              forbidden: list[int]) -> bool:
-    """``heuristic.could_beat`` at its risk of 0: might one of ``seats`` (as far as the
-    seat in turn can tell) hold a card that beats ``c``?"""
-    b = unseen & _beaters(c, trump)
-    if b:
-        for o in seats:
-            if sizes[o] and b & ~forbidden[o]:
-                return True
-    return False
+def _reach(seats: list[int], sizes: list[int], forbidden: list[int]) -> int:
+    """The cards one of ``seats`` might hold, as far as the seat in turn can tell: every
+    card but the voids they showed, of the seats with a card left."""
+    reach = 0
+    for o in seats:
+        if sizes[o]:
+            reach |= ALL_CARDS & ~forbidden[o]
+    return reach
+
+
+def _may_beat(c: int, trump: int, unseen: int, reach: int) -> bool:
+    """``heuristic.could_beat`` at its risk of 0: might a seat that can hold ``reach``
+    hold an unseen card that beats ``c``? (A beater one seat may hold is in ``reach``.)"""
+    return bool(unseen & _beaters(c, trump) & reach)
 
 
 def _beat_risk(c: int, trump: int, unseen: int, seats: list[int], sizes: list[int],
@@ -342,14 +518,6 @@ def _beat_risk(c: int, trump: int, unseen: int, seats: list[int], sizes: list[in
     return 1.0 - none
 
 
-def _cheapest(cards: list[int], cost: list[float]) -> int:
-    best = cards[0]
-    for c in cards:
-        if cost[c] < cost[best]:
-            best = c
-    return best
-
-
 def heuristic_choice(
     hand: int, trick: list[int], leader: int, seat: int, n: int, trump: int, variants: Variants,
     gone: int, sizes: list[int], forbidden: list[int],
@@ -362,112 +530,150 @@ def heuristic_choice(
     ``Knowledge`` each time, ``heuristic.choose_card`` took three quarters of a 4-player
     move. tests/clients/test_heuristic_masks.py checks it is the same card, position by
     position."""
-    cards = cards_of(legal_play_mask(hand, trick, trump, variants))
-    if len(cards) == 1:
-        return cards[0]
+    legal = legal_play_mask(hand, trick, trump, variants)
+    if legal & (legal - 1) == 0:
+        return legal.bit_length() - 1
     unseen = ALL_CARDS & ~(hand | gone)
     cost = _COST[trump]
+    trump_mask = SUIT_MASK[trump]
     jack = trump * 13 + JACK
     team = seat & 1
     if not trick:
         opponents = [o for o in range(n) if o & 1 != team]
-        return _heuristic_lead(cards, trump, jack, unseen, opponents, sizes, forbidden, cost)
+        reach = _reach(opponents, sizes, forbidden)
+        return _heuristic_lead(legal, trump, jack, unseen, reach, cost)
     i = winning_index(trick, trump)
     best = trick[i]
     winner_seat = (leader + i) % n
     opp_later = [
         (leader + k) % n for k in range(len(trick) + 1, n) if (leader + k) % n & 1 != team
     ]
+    reach = _reach(opp_later, sizes, forbidden)
     best_suit = best // 13
-    winners = [c for c in cards if (c > best if c // 13 == best_suit else c // 13 == trump)]
-    safe = [c for c in winners if not _may_beat(c, trump, unseen, opp_later, sizes, forbidden)]
+    above = ~((2 << best) - 1)
+    if best_suit == trump:
+        winners = legal & trump_mask & above
+    else:
+        winners = (legal & SUIT_MASK[best_suit] & above) | (legal & trump_mask)
+    safe = 0
+    m = winners
+    while m:
+        low = m & -m
+        if not _may_beat(low.bit_length() - 1, trump, unseen, reach):
+            safe |= low
+        m ^= low
     at_stake = 0
     for c in trick:
         at_stake += GAME_POINTS[c]
-    if jack in trick:
-        at_stake += 12
+        if c == jack:
+            at_stake += 12
     if winner_seat & 1 == team:
-        if not _may_beat(best, trump, unseen, opp_later, sizes, forbidden):
-            if jack in cards:  # feed the partner: our jack, a counter, else the cheapest
+        if not _may_beat(best, trump, unseen, reach):
+            if legal >> jack & 1:  # feed the partner: our jack, a counter, else the cheapest
                 return jack
             counter = -1
-            for c in cards:
-                if c // 13 != trump and GAME_POINTS[c] >= 2 and (
-                    counter < 0 or GAME_POINTS[c] > GAME_POINTS[counter]
-                ):
+            m = legal & ~trump_mask
+            while m:
+                low = m & -m
+                c = low.bit_length() - 1
+                if GAME_POINTS[c] >= 2 and (counter < 0 or GAME_POINTS[c] > GAME_POINTS[counter]):
                     counter = c
-            return counter if counter >= 0 else _cheapest(cards, cost)
+                m ^= low
+            return counter if counter >= 0 else _cheapest_of(legal, cost)
         if at_stake >= 10 and safe:
-            return _cheapest(safe, cost)
+            return _cheapest_of(safe, cost)
         risk = _beat_risk(best, trump, unseen, opp_later, sizes, forbidden)
         surer = -1
-        for c in winners:
-            if (
-                c // 13 != trump
-                and GAME_POINTS[c] < 10
-                and _beat_risk(c, trump, unseen, opp_later, sizes, forbidden) < risk
-                and c > surer
-            ):
+        m = winners & ~trump_mask
+        while m:  # from the highest: the first that is surer is the largest
+            c = m.bit_length() - 1
+            if GAME_POINTS[c] < 10 and _beat_risk(c, trump, unseen, opp_later, sizes,
+                                                  forbidden) < risk:
                 surer = c
-        return surer if surer >= 0 else _cheapest(cards, cost)
-    if jack in safe:
+                break
+            m ^= 1 << c
+        return surer if surer >= 0 else _cheapest_of(legal, cost)
+    jack_bit = 1 << jack
+    if safe & jack_bit:
         return jack
-    winners = [c for c in winners if c != jack]
-    safe = [c for c in safe if c != jack]
-    if at_stake < 10 and unseen >> jack & 1:  # keep a trump that can hang their jack
-        above = [c for c in cards if c // 13 == trump and c > jack]
-        if above:
-            reserve = above[0]
-            safe = [c for c in safe if c != reserve]
-            winners = [c for c in winners if c != reserve]
-    for c in safe:
-        if c % 13 == 8:
-            return c
-    if safe and (at_stake > 0 or any(c // 13 != trump for c in safe)):
-        return _cheapest(safe, cost)
+    winners &= ~jack_bit
+    safe &= ~jack_bit
+    if at_stake < 10 and unseen & jack_bit:  # keep a trump that can hang their jack
+        higher = legal & trump_mask & ~((2 << jack) - 1)
+        if higher:
+            reserve = higher & -higher
+            safe &= ~reserve
+            winners &= ~reserve
+    tens = safe & _TENS
+    if tens:
+        return (tens & -tens).bit_length() - 1
+    if safe and (at_stake > 0 or safe & ~trump_mask):
+        return _cheapest_of(safe, cost)
     if winners and at_stake >= 10:
-        return _cheapest(winners, cost)
-    plain = [c for c in winners if c // 13 != trump]
-    for c in plain:
-        if c % 13 == 8:
-            return c
+        return _cheapest_of(winners, cost)
+    plain = winners & ~trump_mask
+    tens = plain & _TENS
+    if tens:
+        return (tens & -tens).bit_length() - 1
     if plain:
-        return _cheapest(plain, cost)
-    return _cheapest(cards, cost)
+        return _cheapest_of(plain, cost)
+    return _cheapest_of(legal, cost)
 
 
-def _heuristic_lead(
-    cards: list[int], trump: int, jack: int, unseen: int, opponents: list[int],
-    sizes: list[int], forbidden: list[int], cost: list[float],
-) -> int:
+def _count(m: int) -> int:
+    """The cards in mask ``m``."""
+    count = 0
+    while m:
+        m &= m - 1
+        count += 1
+    return count
+
+
+def _heuristic_lead(legal: int, trump: int, jack: int, unseen: int, reach: int,
+                    cost: list[float]) -> int:
     """``heuristic.lead`` on masks: draw trumps when strong, hunt their jack, else a safe
-    side card."""
-    ours = [c for c in cards if c // 13 == trump]
-    outstanding = unseen & SUIT_MASK[trump]
+    side card. ``reach``: the cards the opponents might hold (``_reach``)."""
+    trump_mask = SUIT_MASK[trump]
+    ours = legal & trump_mask
+    outstanding = unseen & trump_mask
     if ours and outstanding:
-        top = ours[-1]
+        top = ours.bit_length() - 1
         we_hold_top = top > outstanding.bit_length() - 1
+        held = _count(ours)
         hunting = bool(outstanding >> jack & 1) and top > jack and (
-            len(ours) >= heuristic.HUNT_LEN or we_hold_top
+            held >= heuristic.HUNT_LEN or we_hold_top
         )
-        strong = len(ours) >= heuristic.STRONG_LEN and we_hold_top
-        if top != jack and (strong or hunting or (we_hold_top and jack in ours)):
+        strong = held >= heuristic.STRONG_LEN and we_hold_top
+        if top != jack and (strong or hunting or (we_hold_top and ours >> jack & 1)):
             return top
-        if jack in ours and not _may_beat(jack, trump, unseen, opponents, sizes, forbidden):
+        if ours >> jack & 1 and not _may_beat(jack, trump, unseen, reach):
             return jack
-    side = [c for c in cards if c // 13 != trump]
+    side = legal & ~trump_mask
     if side:
         master = -1
-        for c in side:
+        m = side
+        while m:
+            low = m & -m
+            c = low.bit_length() - 1
+            m ^= low
             if unseen & SUIT_MASK[c // 13] & ~((2 << c) - 1):
                 continue
-            if _may_beat(c, trump, unseen, opponents, sizes, forbidden):
+            if _may_beat(c, trump, unseen, reach):
                 continue
-            if master < 0 or (GAME_POINTS[c], c % 13) > (GAME_POINTS[master], master % 13):
+            if master < 0 or GAME_POINTS[c] > GAME_POINTS[master] or (
+                GAME_POINTS[c] == GAME_POINTS[master] and c % 13 > master % 13
+            ):
                 master = c
         if master >= 0:
             return master
-        plain = [c for c in side if GAME_POINTS[c] < 10] or side
-        return _cheapest(plain, cost)
-    non_jack = [c for c in cards if c != jack] or cards
-    return non_jack[0]
+        plain = 0
+        m = side
+        while m:
+            low = m & -m
+            if GAME_POINTS[low.bit_length() - 1] < 10:
+                plain |= low
+            m ^= low
+        return _cheapest_of(plain or side, cost)
+    rest = legal & ~(1 << jack)
+    m = rest or legal
+    return (m & -m).bit_length() - 1

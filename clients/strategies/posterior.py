@@ -42,9 +42,22 @@ class SeatEvidence:
         self.ev = ev
         self.plays = plays
         self.played = played  # every card the seat played this hand
+        # hand -> likelihood: a chain proposes the same hands again and again (a third
+        # of its proposals, measured), and a seat's evidence is fixed for a decision
+        self.known: dict[int, float] = {}
 
     def likelihood(self, hand: int, trump: int, variants: Variants) -> float:
-        """The chance the model gives of what this seat did, if it holds ``hand`` now."""
+        """The chance the model gives of what this seat did, if it holds ``hand`` now
+        (``trump`` and ``variants`` the same at every call: those of the decision)."""
+        found = self.known.get(hand)
+        if found is not None:
+            return found
+        w = self._likelihood(hand, trump, variants)
+        if len(self.known) < 1 << 16:
+            self.known[hand] = w
+        return w
+
+    def _likelihood(self, hand: int, trump: int, variants: Variants) -> float:
         w = 1.0
         for e in self.ev:
             dealt = hand | self.played

@@ -64,11 +64,14 @@ from .outcome import win_chance as game_chance
 from .playout import (
     WIN_VALUE,
     Deals,
+    add_into,
     hand_points,
     play_hand,
+    race,
     rollout,
     rollout_card,
     rollout_decision,
+    value_deal,
     with_deal,
 )
 from .posterior import Chain, seat_evidence
@@ -233,6 +236,14 @@ class SearchStrategy:
         chained = self.chain and (ev or ps)
         by_seat = seat_evidence(ev, ps, deals.played_by) if chained else []
         allowed = [ALL_CARDS & ~f for f in k.forbidden]
+        # A deal in play is played out by a fixed policy (no random moves, ``epsilon`` 0)
+        # and only its hands matter — not the stock, which nobody draws from before the
+        # next hand — so a deal the chain gives again (a proposal refused, a late trick's
+        # few possible hands) is valued once and its values summed again.
+        memo: dict[tuple[int, ...], list[float]] | None = (
+            {} if not by_chance and not self.epsilon and template.phase == PLAY else None
+        )
+        sums = [0.0] * (4 * m)  # per action: points, margin, win, bonus (``value_deal``)
         while True:
             if chained:
                 if chain is None:
@@ -245,25 +256,16 @@ class SearchStrategy:
                 state = with_deal(template, hands, stock, deals.played_by, self.rng)
             else:
                 state = sample(k, template, deals, self.rng, ev, ps)
-            for i, a in enumerate(actions):
-                s, _ = apply(state, a, None, False)
-                hand_no = s.hand_no
-                end = play_hand(s, self.rng, self.epsilon)
-                ours, theirs = hand_points(end, hand_no, team)
-                points[i] += ours
-                margin[i] += ours - theirs
-                if end.phase == OVER:
-                    won = end.winner == team
-                    win[i] += won
-                    chance[i] += won
-                    if end.hand_no == hand_no:
-                        bonus[i] += WIN_VALUE if won else -WIN_VALUE
-                else:
-                    win[i] += win_chance(end.scores, team, end.variants.target)
-                    if by_chance:
-                        v = end.variants
-                        chance[i] += game_chance(end.scores[team], end.scores[1 - team],
-                                                 v.target, end.players, v.game_point_value)
+            if by_chance:
+                self._score_by_chance(state, actions, team, points, margin, win, bonus, chance)
+            elif memo is not None:
+                key = tuple(state.hands)
+                got = memo.get(key)
+                if got is None:
+                    got = memo[key] = value_deal(state, actions, team, self.rng, self.epsilon)
+                add_into(sums, got)
+            else:
+                add_into(sums, value_deal(state, actions, team, self.rng, self.epsilon))
             n += 1
             if self.simulations is not None:
                 if n >= self.simulations:
@@ -273,9 +275,37 @@ class SearchStrategy:
         if by_chance:
             score = [(chance[i] + margin[i] / 100) / n for i in range(m)]
         else:
-            score = [(margin[i] + bonus[i]) / n for i in range(m)]
+            points = sums[0::4]
+            margin = sums[1::4]
+            win = sums[2::4]
+            score = [(margin[i] + sums[4 * i + 3]) / n for i in range(m)]
         return [ActionValue(points[i] / n, margin[i] / n, win[i] / n, n, score[i])
                 for i in range(m)]
+
+    def _score_by_chance(
+        self, state: State, actions: list[int], team: int, points: list[float],
+        margin: list[float], win: list[float], bonus: list[float], chance: list[float],
+    ) -> None:
+        """One deal's actions summed for the ``"win"`` objective (the chance of the game
+        from the scores a hand leaves, ``outcome.win_chance``)."""
+        for i, a in enumerate(actions):
+            s, _ = apply(state, a, None, False)
+            hand_no = s.hand_no
+            end = play_hand(s, self.rng, self.epsilon)
+            ours, theirs = hand_points(end, hand_no, team)
+            points[i] += ours
+            margin[i] += ours - theirs
+            if end.phase == OVER:
+                won = end.winner == team
+                win[i] += won
+                chance[i] += won
+                if end.hand_no == hand_no:
+                    bonus[i] += WIN_VALUE if won else -WIN_VALUE
+            else:
+                win[i] += win_chance(end.scores, team, end.variants.target)
+                v = end.variants
+                chance[i] += game_chance(end.scores[team], end.scores[1 - team],
+                                         v.target, end.players, v.game_point_value)
 
     def _plays_read(self, k: Knowledge) -> list[Play]:
         """The others' cards this hand that the sampling weighs (most recent first)."""
@@ -312,11 +342,9 @@ def win_chance(scores: list[int], team: int, target: int) -> float:
 
 @lru_cache(maxsize=4096)
 def _race(a: int, b: int) -> float:
-    if a == 0:
-        return 1.0
-    if b == 0:
-        return 0.0
-    return 0.5 * (_race(a - 1, b) + _race(a, b - 1))
+    """The chance of taking ``a`` fair points before the other side takes ``b``
+    (``playout.race``, where the search's inner loop reads it compiled)."""
+    return race(a, b)
 
 
 # --- sampling the unseen cards ------------------------------------------------------------

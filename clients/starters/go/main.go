@@ -126,10 +126,19 @@ func main() {
 	mrand.Seed(time.Now().UnixNano())
 	for {
 		var turns struct {
-			Games []string `json:"games"`
+			Games       []string `json:"games"`
+			Invitations []struct {
+				ID string `json:"id"`
+			} `json:"invitations"`
 		}
 		if status := call("GET", "/bots/me/turns?timeout=20", nil, "", &turns); status != 200 {
 			log.Fatalf("GET /bots/me/turns: %d", status)
+		}
+		// another owner's bot asks for a game: accept (or POST .../decline; unanswered, it
+		// expires and the game is cancelled). PUT /bots/me/policy decides who may ask.
+		for _, inv := range turns.Invitations {
+			var ignored map[string]any
+			call("POST", "/invitations/"+inv.ID+"/accept", map[string]any{}, newKey(), &ignored)
 		}
 		for _, game := range turns.Games {
 			play(game)

@@ -2,8 +2,9 @@
 // It follows docs/bots.md: find turns with GET /bots/me/turns (a long-poll), read the view,
 // send one of its legal_actions with the view's version and a new Idempotency-Key, and keep
 // that key for every retry of that action; wait Retry-After on 429/503; a lost connection is
-// retried with the same key; a 409 means "look again". Two seats in one game need nothing
-// more: GET /games/{id} shows the seat whose turn it is.
+// retried with the same key; a 409 means "look again"; invitations are accepted. Two seats in
+// one game need nothing more: GET /games/{id} shows the seat whose turn it is. With
+// ARENA_ENTER=next it also enters tournaments by itself (see the end).
 import { randomUUID } from "node:crypto";
 
 const URL = (process.env.ARENA_URL || "http://127.0.0.1:8000").replace(/\/$/, "");
@@ -57,8 +58,51 @@ async function play(game) {
   }
 }
 
+// ARENA_ENTER=next: enter the open tournament that starts soonest and admits this bot, and
+// the next one whenever yours is over (its notice comes with the turns: "finished",
+// "cancelled"). An entry a condition refuses (its problem `type` says which) is skipped.
+const ENTER = process.env.ARENA_ENTER === "next";
+let entered = null;
+let noticesAfter = Date.now() / 1000;
+
+async function enterNext() {
+  const [status, list] = await call("GET", "/tournaments?status=registering&limit=50");
+  if (status !== 200) return;
+  for (const t of list.items) {
+    if (!t.registration || t.registration.mode !== "open") continue;
+    let resp;
+    try {  // one try each: a refusal (a condition, full, your quota) moves on to the next
+      resp = await fetch(`${URL}/tournaments/${t.id}/entrants`, {
+        method: "POST", body: "{}", signal: AbortSignal.timeout(45000),
+        headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      });
+    } catch {
+      continue;
+    }
+    const answer = await resp.json();
+    if (resp.status === 201) {
+      entered = t.id;
+      console.log(`entered tournament ${t.id} (${t.name}), starting ${t.registration.starts_at}`);
+      return;
+    }
+    console.error(`tournament ${t.id}: ${resp.status} ${answer.type}`);
+  }
+}
+
 for (;;) {
-  const [status, turns] = await call("GET", "/bots/me/turns?timeout=20");
+  if (ENTER && entered === null) await enterNext();
+  const [status, turns] = await call("GET", `/bots/me/turns?timeout=20&notices_after=${noticesAfter}`);
   if (status !== 200) throw new Error(`GET /bots/me/turns: ${status} ${JSON.stringify(turns)}`);
+  // another owner's bot asks for a game: accept (or POST .../decline; unanswered, it
+  // expires and the game is cancelled). PUT /bots/me/policy decides who may ask.
+  for (const inv of turns.invitations || []) {
+    await call("POST", `/invitations/${inv.id}/accept`, {}, randomUUID());
+  }
+  for (const note of turns.tournaments || []) {
+    if (note.at <= noticesAfter) continue;
+    noticesAfter = note.at;
+    console.log(`tournament ${note.tournament_id}: ${note.event}${note.reason ? ` (${note.reason})` : ""}`);
+    if (note.tournament_id === entered && note.event !== "starting") entered = null;
+  }
   for (const game of turns.games) await play(game);
 }

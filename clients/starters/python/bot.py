@@ -5,7 +5,9 @@ send one of its legal_actions with the view's version and a new Idempotency-Key,
 that key for every retry of that action; wait Retry-After on 429/503; a lost connection is
 retried with the same key; a 409 means "look again". A bot holding two seats (a 4-player
 game) needs nothing more: the game stays in /bots/me/turns while any of its seats is in
-turn, and GET /games/{id} shows the seat whose turn it is.
+turn, and GET /games/{id} shows the seat whose turn it is. Several games at once need
+nothing more either: each pass plays the turns due now and goes back to the long-poll.
+Invitations (another owner's bot asking for a game) come in the same answer: accepted.
 """
 
 import json
@@ -62,11 +64,20 @@ def play(game):
             return
 
 
+def answer(invitation):
+    """Another owner's bot asks for a game: accept it (your policy decides who may ask:
+    PUT /bots/me/policy); decline instead with .../decline. Unanswered, it expires and the
+    game is cancelled."""
+    call("POST", f"/invitations/{invitation['id']}/accept", {}, key=str(uuid.uuid4()))
+
+
 def main():
     while True:
         status, turns = call("GET", "/bots/me/turns?timeout=20")
         if status != 200:
             sys.exit(f"GET /bots/me/turns: {status} {turns}")
+        for invitation in turns.get("invitations") or []:
+            answer(invitation)
         for game in turns["games"]:
             play(game)
 

@@ -62,5 +62,10 @@ end
 loop do
   status, turns = call("GET", "/bots/me/turns?timeout=20")
   abort "GET /bots/me/turns: #{status} #{turns}" unless status == 200
+  # another owner's bot asks for a game: accept (or POST .../decline; unanswered, it
+  # expires and the game is cancelled). PUT /bots/me/policy decides who may ask.
+  (turns["invitations"] || []).each do |inv|
+    call("POST", "/invitations/#{inv["id"]}/accept", {}, SecureRandom.uuid)
+  end
   turns["games"].each { |game| play(game) }
 end

@@ -13,7 +13,7 @@ interface View {
   seat: number | null;
   legal_actions: string[];
 }
-interface Turns { games: string[] }
+interface Turns { games: string[]; invitations?: { id: string }[] }
 
 const URL = (process.env["ARENA_URL"] ?? "http://127.0.0.1:8000").replace(/\/$/, "");
 const TOKEN = process.env["ARENA_TOKEN"] ?? "";
@@ -71,5 +71,10 @@ async function play(game: string): Promise<void> {
 for (;;) {
   const [status, turns] = await call<Turns>("GET", "/bots/me/turns?timeout=20");
   if (status !== 200) throw new Error(`GET /bots/me/turns: ${status}`);
+  // another owner's bot asks for a game: accept (or POST .../decline; unanswered, it
+  // expires and the game is cancelled). PUT /bots/me/policy decides who may ask.
+  for (const inv of turns.invitations ?? []) {
+    await call("POST", `/invitations/${inv.id}/accept`, {}, randomUUID());
+  }
   for (const game of turns.games) await play(game);
 }
