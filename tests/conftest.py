@@ -30,10 +30,16 @@ import pytest
 
 MODE_ENV = "ARENA_TEST_REDIS"
 
+# An owner is established for the published ratings only once it is a week old
+# (docs/ratings.md): every owner a test makes is seconds old, so the tests whose subject
+# is another rule count every owner as established, here and in every service a test
+# starts (the environment is inherited). The tests of the rule set it themselves.
+os.environ.setdefault("ARENA_ESTABLISHED_AGE", "0")
+
 # schemathesis's pytest plugin, loaded here instead of by its entry point (pyproject's
 # ``-p no:schemathesis``): a plugin found by entry point has every module of its package
 # assertion-rewritten in every worker (none are cached where bytecode is not written),
-# a large share of each worker's start (issue 26). Only tests/service/test_schemathesis.py
+# a large share of each worker's start. Only tests/service/http/test_schemathesis.py
 # needs it (``schemathesis.pytest.from_fixture``).
 pytest_plugins = ["schemathesis.pytest.plugin"]
 
@@ -88,13 +94,18 @@ except Exception as exc:  # reported by the redis_client fixture (skip, or fail 
     _REPORT = _START_ERROR
 CLUSTER = os.environ.get(MODE_ENV, "").strip().lower() == "cluster"
 # The suite registers thousands of owners, all from 127.0.0.1: the per-network cap on new
-# owners (issue 23, ARENA_OWNERS_PER_NETWORK, 20 an hour by default) would refuse most of
+# owners (``ARENA_OWNERS_PER_NETWORK``) would refuse most of
 # them. Off for every app and service the tests start (subprocesses inherit it), except
-# where a test sets it: tests/service/test_consent.py tests the cap itself.
+# where a test sets it: tests/service/accounts/test_consent.py tests the cap itself.
 os.environ.setdefault("ARENA_OWNERS_PER_NETWORK", "0")
-# Every service the tests start would also start its analysis workers (issue 25: a
+# For the same reason, the service-wide budget a minute of anonymous visitors' and new
+# owners' creations (service/http/budget.py): off, except where a test sets it
+# (tests/service/http/test_quotas.py, tests/service/http/test_limit_keys.py).
+os.environ.setdefault("ARENA_NEW_ACCOUNTS_PER_MINUTE", "0")
+os.environ.setdefault("ARENA_NEW_GAMES_PER_MINUTE", "0")
+# Every service the tests start would also start its analysis workers (a
 # supervisor and a worker process, each importing the search) that only the analysis
-# tests use: none unless a test asks (tests/service/test_analysis_serving.py, the browser
+# tests use: none unless a test asks (tests/service/analyses/test_analysis_serving.py, the browser
 # tests' service in tests/web/support.py).
 os.environ.setdefault("ARENA_ANALYSIS_WORKERS", "0")
 
@@ -103,7 +114,7 @@ def _bytecode_cache() -> str | None:
     """Where bytecode is not written (``PYTHONDONTWRITEBYTECODE``, set in some CI images
     and sandboxes), each of the hundreds of Python processes the suite starts — gunicorn
     workers, bots, the CLI — compiles the service from source again, and
-    pytest rewrites every test module again in every worker (issue 26). The session gives
+    pytest rewrites every test module again in every worker. The session gives
     them a bytecode cache of its own instead (``PYTHONPYCACHEPREFIX``, a temporary
     directory removed at the end), so nothing is written into the tree either way. Decided
     in the process that starts the workers (they inherit it); None where not needed."""
@@ -148,8 +159,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # What a test is expected to take when its module says nothing (``EXPECTED_S``): the
 # modules that do not are the quick ones (every module over ~25 s states its time).
 DEFAULT_TEST_S = 0.5
-# Directories whose modules run on one worker together (see pytest_collection_modifyitems).
-SHARED_GROUPS = ("tests/web",)
+# Directories whose modules share workers (see pytest_collection_modifyitems): the
+# directory's modules are dealt into this many groups, each group on one worker.
+SHARED_GROUPS = {"tests/web": 2}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -162,9 +174,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ``SPREAD_OVER_WORKERS = True``: its tests go to any worker (each worker that takes one
     starts the module's service once), so that the longest module does not bound the run.
 
-    The browser tests (``tests/web``) are one group: each worker that ran one of them
-    would start its own browser and its own web service (two gunicorn workers and an
-    analysis worker), the suite's costliest session fixtures.
+    The browser tests (``tests/web``) share workers: each worker that runs one of them
+    starts its own browser and its own web service (two gunicorn workers and an analysis
+    worker), the suite's costliest session fixtures. Their modules are dealt into two
+    groups (longest first, each to the lighter group): two browsers and two web services,
+    so that the browser tests, together the longest work of the suite, do not bound the
+    run on one worker.
 
     The longest work goes first: workers take groups in collection order
     (``--no-loadscope-reorder``), so the groups are sorted by the time they are expected
@@ -174,33 +189,48 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     a spread module's is shared among its tests); any other module counts
     ``DEFAULT_TEST_S`` a test. Within a group the tests keep their order."""
     per_module: dict[str, int] = {}
+    module_weight: dict[str, float] = {}
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         per_module[path] = per_module.get(path, 0) + 1
+        expected = getattr(item.module, "EXPECTED_S", None)
+        module_weight[path] = expected if expected else DEFAULT_TEST_S * per_module[path]
+    shared = _deal_shared_modules(module_weight)
     weight: dict[str, float] = {}
     group_of: dict[str, str] = {}
-    counted: set[str] = set()  # the modules already added to their shared group's weight
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         expected = getattr(item.module, "EXPECTED_S", None)
-        module_weight = expected if expected else DEFAULT_TEST_S * per_module[path]
-        together = next((g for g in SHARED_GROUPS if path.startswith(g + "/")), None)
-        if together is not None:
-            group = together
+        if path in shared:
+            group = shared[path]
             item.add_marker(pytest.mark.xdist_group(group))
-            if path not in counted:  # a shared group weighs the sum of its modules
-                counted.add(path)
-                weight[group] = weight.get(group, 0.0) + module_weight
+            weight[group] = sum(w for m, w in module_weight.items() if shared.get(m) == group)
         elif getattr(item.module, "SPREAD_OVER_WORKERS", False):
             group = item.nodeid
             weight[group] = (expected / per_module[path]) if expected else DEFAULT_TEST_S
         else:
             group = path
             item.add_marker(pytest.mark.xdist_group(path))
-            weight[group] = module_weight
+            weight[group] = module_weight[path]
         group_of[item.nodeid] = group
     first_seen = {g: i for i, g in reversed(list(enumerate(group_of[it.nodeid] for it in items)))}
     items.sort(key=lambda it: (-weight[group_of[it.nodeid]], first_seen[group_of[it.nodeid]]))
+
+
+def _deal_shared_modules(module_weight: dict[str, float]) -> dict[str, str]:
+    """module path -> its group, for the modules under ``SHARED_GROUPS``' directories:
+    each directory's modules dealt into its number of groups, the longest module first,
+    each to the group that weighs least so far (ties: the first group). The same on every
+    worker: it depends on the collected modules and their ``EXPECTED_S`` only."""
+    dealt: dict[str, str] = {}
+    for directory, count in SHARED_GROUPS.items():
+        mine = [m for m in module_weight if m.startswith(directory + "/")]
+        loads = [0.0] * count
+        for module in sorted(mine, key=lambda m: (-module_weight[m], m)):
+            k = loads.index(min(loads))
+            loads[k] += module_weight[module]
+            dealt[module] = f"{directory}#{k}"
+    return dealt
 
 
 def missing(reason: str) -> None:

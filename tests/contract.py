@@ -20,8 +20,10 @@ What the contract covers, and so what is checked:
   ``method-not-allowed`` problem.
 
 Outside the contract, explicitly: pages for people and their files (``OUTSIDE`` paths:
-the lobby, replay and play pages, ``/static``, ``/docs``; and the HTML page a browser gets
-at ``/games/{id}`` and ``/tournaments/{id}``, ``PAGES``), the spec itself
+the lobby, replay and play pages, ``/static``, ``/docs``, the problem types' pages at
+``/problems/<kind>``; and the HTML page a browser gets
+at ``/games/{id}``, ``/tournaments/{id}``, ``/bots/{id}``, ``/ladders`` and
+``/ladders/{name}``, ``PAGES``), the spec itself
 (``/openapi.yaml``), and the scripted fake servers of the client's tests (``fake``).
 A server error (500) from the service is never allowed, wherever it shows up.
 """
@@ -29,6 +31,7 @@ A server error (500) from the service is never allowed, wherever it shows up.
 from __future__ import annotations
 
 import codecs
+import gzip
 import json
 import re
 import threading
@@ -47,10 +50,11 @@ SPEC_PATH = ROOT / "openapi.yaml"
 # Paths served by the app that are not API operations (pages, their files, API docs, and
 # the operators' Prometheus text at /metrics, documented in the README).
 OUTSIDE = re.compile(
-    r"^/(?:$|static/|docs(?:/|$)|openapi\.yaml$|metrics$|games/[^/]+/(?:replay|play)/?$)"
+    r"^/(?:$|static/|docs(?:/|$)|problems(?:/|$)|openapi\.yaml$|metrics$"
+    r"|games/[^/]+/(?:replay|play)/?$)"
 )
 # Where the JSON API and a page share a URL (service/http/pages.py): a browser gets the page.
-PAGES = re.compile(r"^/(?:games|tournaments)/[^/]+/?$")
+PAGES = re.compile(r"^/(?:(?:games|tournaments|bots|ladders)/[^/]+|ladders)/?$")
 
 
 def load_yaml(text: str) -> Any:
@@ -59,6 +63,24 @@ def load_yaml(text: str) -> Any:
     import yaml
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+_CONDITIONS = frozenset({"if", "then", "else", "not", "dependentSchemas"})
+
+
+def close_objects(node: Any, key: str = "") -> Any:
+    """Every object schema that lists its ``properties`` and says nothing of others gets
+    ``additionalProperties: false`` (not in conditions, which only test members), in place."""
+    if isinstance(node, dict):
+        if isinstance(node.get("properties"), dict) and "additionalProperties" not in node \
+                and key not in _CONDITIONS and not ({"allOf", "anyOf", "oneOf"} & set(node)):
+            node["additionalProperties"] = False
+        for k, v in node.items():
+            close_objects(v, k if k not in ("properties",) else "")
+    elif isinstance(node, list):
+        for v in node:
+            close_objects(v, key)
+    return node
 
 
 class ContractViolation(AssertionError):
@@ -90,7 +112,19 @@ class Contract:
 
     @cached_property
     def doc(self) -> dict[str, Any]:
-        return load_yaml(self.path.read_text())
+        """``openapi.yaml`` with every answer's object closed: the contract leaves answers
+        open so clients ignore members added later (docs/versions.md), but the service of
+        this commit must send only the members it declares, so here an undeclared one is
+        still a violation."""
+        return close_objects(load_yaml(self.path.read_text()))
+
+    @cached_property
+    def event_schema(self) -> dict[str, Any]:
+        """One event's data of ``GET /games/{game_id}/events``: its kind's schema (the
+        stream's schema has one branch per kind, ``data`` its ``contentSchema``)."""
+        stream = self.doc["paths"]["/games/{game_id}/events"]["get"]["responses"]["200"][
+            "content"]["text/event-stream"]["schema"]
+        return {"oneOf": [b["properties"]["data"]["contentSchema"] for b in stream["oneOf"]]}
 
     @cached_property
     def _routes(self) -> list[tuple[re.Pattern[str], dict[str, Any]]]:
@@ -171,12 +205,16 @@ class Contract:
             if schema.get("type") == "integer" and re.fullmatch(r"-?\d+", value):
                 value = int(value)
             problems += [f"header {name} {e}" for e in self.errors(schema, value)]
+        if body and (headers.get("Content-Encoding") or "").lower() == "gzip" \
+                and body[:2] == b"\x1f\x8b":  # the representation, as a client decodes it
+            body = gzip.decompress(body)
         content = response.get("content") or {}
         if content and mimetype not in content:
             problems.append(f"Content-Type {mimetype!r} is not one of {sorted(content)}")
         elif not content and body:
             problems.append("a body where none is documented")
-        elif content and body is not None and not _sse(mimetype):  # a stream: per event
+        elif content and body is not None and not _sse(mimetype) \
+                and mimetype != "application/x-ndjson":  # a stream: per event, per line
             schema = content[mimetype].get("schema") or {}
             if mimetype.endswith("json"):
                 try:
@@ -231,18 +269,38 @@ class Contract:
             if set(fields_) - {"retry"}:
                 self.fail(what, f"an event without data: {block!r}")
             return
+        if re.fullmatch(r"GET /tournaments/[^/]+/events", what):
+            self.tournament_event(what, block, fields_)
+            return
         if not re.fullmatch(r"\d+\.\d+", fields_.get("id", "")):
             self.fail(what, f"an event id must be ply.index: {block!r}")
         try:
             data = json.loads(fields_["data"])
         except ValueError:
             self.fail(what, f"event data is not JSON: {block!r}")
-        errors = self.errors({"$ref": "#/components/schemas/Event"}, data)
+        errors = self.errors(self.event_schema, data)
         if errors:
             self.fail(what, f"event {fields_.get('event')}: " + "; ".join(errors))
         if data.get("type") != fields_.get("event"):
             self.fail(what, f"event: {fields_.get('event')!r} but data type "
                       f"{data.get('type')!r}")
+
+
+    def tournament_event(self, what: str, block: str, fields_: dict[str, str]) -> None:
+        """A tournament's stream (``service.arena.tournaments.stream``): ids count up,
+        each event one of its kinds with a JSON object as data."""
+        from service.arena.tournaments.stream import EVENTS
+
+        if not re.fullmatch(r"\d+", fields_.get("id", "")):
+            self.fail(what, f"a tournament event's id is a count: {block!r}")
+        if fields_.get("event") not in EVENTS:
+            self.fail(what, f"not a tournament event: {block!r}")
+        try:
+            data = json.loads(fields_["data"])
+        except ValueError:
+            self.fail(what, f"event data is not JSON: {block!r}")
+        if not isinstance(data, dict):
+            self.fail(what, f"event data is not an object: {block!r}")
 
 
 CONTRACT = Contract()

@@ -1,4 +1,4 @@
-"""service.addresses: every per-client count names its client one way (issue 22)."""
+"""service.addresses: every per-client count names its client one way."""
 
 from __future__ import annotations
 

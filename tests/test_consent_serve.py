@@ -1,4 +1,5 @@
-"""The forced-seating attack of issue 23, replayed against ``allfours serve`` with real bots.
+"""The forced-seating attack (games naming a victim that never agreed), replayed against
+``allfours serve`` with real bots.
 
 A victim plays a tournament with the bundled runner (``clients.runner.BotRunner``, which
 accepts no invitations by default) while an attacker creates 150 games naming it, half
@@ -34,7 +35,12 @@ def run_tournament(tmp_path: Path, attack: bool) -> dict[str, Any]:
     the victim's standings row and, with the attack, what became of the games."""
     service = Serve(tmp_path, tmp_path / f"data-{attack}", ARENA_HOUSE_BOTS="0",
                     ARENA_ADMIN_TOKEN=ADMIN, ARENA_RATE_LIMIT="0",
-                    ARENA_INVITATION_TTL="3", ARENA_INVITATIONS_PER_BOT="200")
+                    ARENA_INVITATION_TTL="3", ARENA_INVITATIONS_PER_BOT="200",
+                    # the caps per inviter would refuse most of the attack
+                    # before consent is tried; this replays consent alone
+                    ARENA_INVITATIONS_PER_INVITER="0",
+                    ARENA_INVITATIONS_PER_INVITER_NETWORK="0",
+                    ARENA_DECLINES_BEFORE_WAIT="0")
     try:
         service.wait_healthy("/readyz")
         base = service.url("")

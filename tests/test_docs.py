@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from service.arena.problems import KINDS
+from service.arena.core.problems import KINDS
 from service.engine.variants import _CHOICES, Variants
 from tests.conftest import REDIS_URL, missing
 from tests.test_serve import Serve, kill_leftovers
@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 RULES = ROOT / "docs" / "rules.md"
 BOTS = ROOT / "docs" / "bots.md"
+REFERENCE = ROOT / "docs" / "reference.md"
 RATINGS = ROOT / "docs" / "ratings.md"
 DOC_URL = "http://127.0.0.1:8000"
 MARK = "<!-- runnable -->"
@@ -101,7 +102,7 @@ def explain(done: subprocess.CompletedProcess) -> str:
 
 
 def test_readme_curl_walkthrough_runs_as_written(service: str) -> None:
-    """Defect 8: the walk-through, pasted into a shell, works: every request succeeds."""
+    """The walk-through, pasted into a shell, works: every request succeeds."""
     blocks = runnable_blocks(README, "sh")
     assert len(blocks) == 1, "README.md marks exactly one runnable block: the curl walk-through"
     strict_curl = 'curl() { command curl --fail-with-body "$@"; }\n'
@@ -126,7 +127,7 @@ def test_readme_points_to_the_docs_in_the_repository() -> None:
 
 
 def test_readme_is_a_page_that_links_every_guide() -> None:
-    """Issue 26: a newcomer reads the README in five minutes (at most 12 KB); everything
+    """A newcomer reads the README in five minutes (at most 12 KB); everything
     else is a page under docs/, and the README's map of the guides names each of them."""
     text = README.read_text()
     assert len(text.encode()) <= 12 * 1024, len(text.encode())
@@ -177,7 +178,7 @@ def test_bots_md_python_examples_run(service: str, tmp_path: Path) -> None:
 
 
 def test_ratings_md_checks_a_seed_commitment_as_written(service: str, tmp_path: Path) -> None:
-    """Issue 23: the snippet a player would use to check a finished game's commitment runs
+    """The snippet a player would use to check a finished game's commitment runs
     and finds the revealed seed and salt matching."""
     blocks = runnable_blocks(RATINGS, "python")
     assert len(blocks) == 1, "docs/ratings.md has the commitment check"
@@ -190,12 +191,33 @@ def test_ratings_md_checks_a_seed_commitment_as_written(service: str, tmp_path: 
     assert "ratings.md" in BOTS.read_text(), "docs/bots.md links the ratings page"
 
 
-def test_bots_md_names_every_problem_type() -> None:
+def test_the_reference_names_every_problem_type() -> None:
     """A bot author learns what to do with each error the service can send."""
-    text = BOTS.read_text()
+    text = REFERENCE.read_text()
     for kind, (status, _title) in KINDS.items():
         assert f"`{kind}`" in text, kind
         assert str(status) in text, (kind, status)
+
+
+def test_the_reference_names_every_field_of_the_view() -> None:
+    """docs/reference.md is where a bot author looks a field up: every property of the
+    contract's ``View`` is in its table of the view."""
+    from tests.contract import load_yaml
+
+    spec = load_yaml((ROOT / "openapi.yaml").read_text())
+    text = REFERENCE.read_text()
+    table = text[text.index("## The view\n"):]
+    table = table[:table.index("\n## ", 1)]
+    named = set(re.findall(r"`(\w+)`", "\n".join(
+        line.split(" | ")[0] for line in table.splitlines() if line.startswith("| `"))))
+    fields = set(spec["components"]["schemas"]["View"]["properties"])
+    assert fields <= named, sorted(fields - named)
+
+
+def test_the_guide_and_the_reference_link_each_other() -> None:
+    """The guide is read in one sitting and sends the reader to the reference for the rest;
+    the reference sends a newcomer back to the guide."""
+    assert "(reference.md" in BOTS.read_text() and "(bots.md" in REFERENCE.read_text()
 
 
 # --- docs/rules.md -----------------------------------------------------------------------
@@ -223,7 +245,8 @@ def test_rules_md_lists_every_house_rule_with_its_default_and_values() -> None:
 
 def test_every_link_to_a_rule_resolves() -> None:
     anchors = set(re.findall(r'<a id="(r\d+)"></a>', RULES.read_text()))
-    sources = [README, BOTS, RULES, ROOT / "openapi.yaml", *(ROOT / "service").rglob("*.py")]
+    sources = [README, BOTS, REFERENCE, RULES, ROOT / "openapi.yaml",
+               *(ROOT / "service").rglob("*.py")]
     linked = set()
     for path in sources:
         for anchor in re.findall(r"rules\.md#(r\d+)", path.read_text()):

@@ -54,7 +54,7 @@ from tests.test_serve import (
     wait_for,
 )
 
-EXPECTED_S = 65  # seconds, the whole module: the order workers take it in (tests/conftest.py)
+EXPECTED_S = 50  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
 HTTP_TIMEOUT = 30.0  # any single request; long-polls ask for less
 ADMIN_TOKEN = "instances-admin-token"
@@ -115,9 +115,26 @@ def start_instances(tmp_path: Path, redis_url: str, prefix: str, count: int = 2)
     return process
 
 
+@pytest.fixture(scope="module")
+def shared_two(tmp_path_factory: pytest.TempPathFactory, redis_client) -> Iterator[Instances]:
+    """Two instances on the session's Redis under a key prefix of the module's (every key
+    deleted at the end), for the tests that play through both with bots and games of
+    their own: one start for all of them."""
+    prefix = f"aftest:{uuid.uuid4().hex[:12]}:"
+    process = start_instances(tmp_path_factory.mktemp("instances"), REDIS_URL, prefix)
+    try:
+        yield process
+    finally:
+        process.stop()
+        found = list(redis_client.scan_iter(match=f"{prefix}*", count=1000))
+        for i in range(0, len(found), 500):
+            redis_client.delete(*found[i : i + 500])
+
+
 @pytest.fixture
 def two(tmp_path: Path, key_prefix: str) -> Iterator[Instances]:
-    """Two instances on the session's Redis, under the test's key prefix."""
+    """Two instances on the session's Redis, under the test's key prefix (a test that
+    stops them)."""
     process = start_instances(tmp_path, REDIS_URL, key_prefix)
     try:
         yield process
@@ -145,7 +162,7 @@ class Http:
 
 
 def table(c: Http, players: int, seed: int, **extra: Any) -> tuple[str, list[dict[str, Any]]]:
-    # one owner's bots (the first's token): seated at once, no invitation (issue 23)
+    # one owner's bots (the first's token): seated at once, no invitation
     bots = [c.call("POST", "/bots", json={"name": "inst0"}, expect=201)]
     bots += [c.call("POST", "/bots", bots[0]["token"], json={"name": f"inst{i}"}, expect=201)
              for i in range(1, players)]
@@ -177,11 +194,11 @@ def test_serve_instances_runs_separate_processes_on_consecutive_ports(two: Insta
 
 
 def test_long_poll_and_my_turns_on_one_instance_wake_for_moves_through_the_other(
-    two: Instances,
+    shared_two: Instances,
 ) -> None:
     from service.engine import apply, current_seat, new_game, parse_action
 
-    a, b = (Http(base) for base in two.bases)
+    a, b = (Http(base) for base in shared_two.bases)
     game_id, bots = table(b, 2, seed=1313)
     state, _ = new_game(2, 1313)  # the engine, to know whom a move will give the turn to
     rng = random.Random(1313)
@@ -243,9 +260,9 @@ def _sse(resp: requests.Response) -> list[dict[str, str]]:
 
 
 def test_event_stream_on_one_instance_follows_a_game_played_through_the_other(
-    two: Instances,
+    shared_two: Instances,
 ) -> None:
-    a, b = (Http(base) for base in two.bases)
+    a, b = (Http(base) for base in shared_two.bases)
     game_id, bots = table(b, 4, seed=2424, variants=FAST)
     stream = requests.get(f"{a.base}/games/{game_id}/events", stream=True,
                           timeout=HTTP_TIMEOUT)
@@ -288,7 +305,7 @@ def test_event_stream_on_one_instance_follows_a_game_played_through_the_other(
 
 class Adapter:
     """``client.get(path, query_string=...).json`` over requests, for the standings checks
-    of tests/service/test_tournaments.py."""
+    of tests/service/tournaments/test_tournaments.py."""
 
     class Answer:
         def __init__(self, r: requests.Response) -> None:
@@ -333,11 +350,11 @@ def play_bot(base: str, token: str, tid: str, seed: int, done: threading.Event,
 
 
 def test_a_tournament_with_bots_on_both_instances_finishes_with_correct_standings(
-    two: Instances,
+    shared_two: Instances,
 ) -> None:
-    from tests.service.test_tournaments import all_games, check_standings
+    from tests.service.tournaments.test_tournaments import all_games, check_standings
 
-    a, b = (Http(base) for base in two.bases)
+    a, b = (Http(base) for base in shared_two.bases)
     bots = [(a if i < 2 else b).call("POST", "/bots", json={"name": f"spread-{i}"},
                                      expect=201) for i in range(4)]
     admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -351,7 +368,7 @@ def test_a_tournament_with_bots_on_both_instances_finishes_with_correct_standing
     errors: list[str] = []
     with ThreadPoolExecutor(4) as pool:
         # bots 0 and 1 wait and play on instance A, bots 2 and 3 on instance B
-        futures = [pool.submit(play_bot, two.bases[0 if i < 2 else 1], bot["token"], tid,
+        futures = [pool.submit(play_bot, shared_two.bases[0 if i < 2 else 1], bot["token"], tid,
                                i, done, errors) for i, bot in enumerate(bots)]
         moves = [f.result(timeout=280) for f in futures]
     assert not errors, errors

@@ -35,8 +35,9 @@ def test_every_import_contract_is_kept() -> None:
 
 def test_an_import_up_a_layer_or_in_a_circle_is_refused(tmp_path: Path) -> None:
     """The contracts catch what they are for: in a copy of the sources, the engine
-    importing the HTTP app (up four layers) and the logs importing the metrics' route
-    (up, and a circle: the route imports the metrics) each break a contract by name."""
+    importing the HTTP app (up four layers), the logs importing the metrics' route
+    (up, and a circle: the route imports the metrics) and the games domain importing the
+    tournaments (up the arena's domains) each break a contract by name."""
     for package in ("service", "clients"):
         shutil.copytree(ROOT / package, tmp_path / package,
                         ignore=shutil.ignore_patterns("*.so", "__pycache__", "static",
@@ -46,9 +47,13 @@ def test_an_import_up_a_layer_or_in_a_circle_is_refused(tmp_path: Path) -> None:
         f.write("\nfrom service.http import app  # noqa: E402,F401\n")
     with (tmp_path / "service/metrics.py").open("a") as f:
         f.write("\nfrom service.http import metrics_route  # noqa: E402,F401\n")
+    with (tmp_path / "service/arena/games/fanout.py").open("a") as f:
+        f.write("\nfrom service.arena.tournaments import standings  # noqa: E402,F401\n")
     run = lint_imports(tmp_path)
     out = run.stdout + run.stderr
     assert run.returncode != 0, out
     assert "service.engine.freshness -> service.http.app" in out, out
+    assert "The arena's domains" in out, out
+    assert "service.arena.games.fanout -> service.arena.tournaments.standings" in out, out
     assert "service.metrics -> service.http.metrics_route" in out, out
     assert "No import circles" in out and "BROKEN" in out, out

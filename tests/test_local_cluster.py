@@ -138,7 +138,7 @@ def test_a_test_session_with_no_redis_starts_and_stops_its_own(tmp_path: Path) -
            "ARENA_TEST_REDIS": "auto"}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rA",
-         "tests/service/test_idempotency.py::test_the_same_key_and_body_in_another_game_is_another_request"],
+         "tests/service/games/test_idempotency.py::test_the_same_key_and_body_in_another_game_is_another_request"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout

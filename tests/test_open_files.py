@@ -1,4 +1,4 @@
-"""``allfours serve`` raises the soft open-file limit to the connection budget (issue 17).
+"""``allfours serve`` raises the soft open-file limit to the connection budget.
 
 A real ``allfours serve`` is started with a low soft limit (as a login shell's 1,024
 default) under a given hard limit, and the gunicorn worker's own ``/proc/<pid>/limits``

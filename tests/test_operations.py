@@ -32,6 +32,9 @@ from service.engine import CARD_NAMES
 from tests.conftest import REDIS_URL
 from tests.test_serve import Serve, descendants, kill_leftovers, wait_for
 
+# each test starts what it needs (no module-wide service): pytest-xdist may run them on
+# different workers (tests/conftest.py)
+SPREAD_OVER_WORKERS = True
 EXPECTED_S = 60  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
 HTTP_TIMEOUT = 15.0
@@ -82,7 +85,7 @@ def call(method: str, url: str, token: str | None = None, expect: int | None = 2
 
 def new_table(s: Service, players: int = 2, **game: Any) -> tuple[str, list[str], list[str]]:
     """A game with a bot in every seat: (game id, tokens by seat, bot ids by seat)."""
-    # one owner's bots (the first's token): seated at once, no invitation (issue 23)
+    # one owner's bots (the first's token): seated at once, no invitation
     bots = [call("POST", s.url("/bots"), json={"name": "ops0"}, expect=201).json()]
     bots += [call("POST", s.url("/bots"), bots[0]["token"], json={"name": f"ops{i}"},
                   expect=201).json() for i in range(1, players)]
@@ -385,16 +388,14 @@ def test_sigterm_answers_waiters_at_once_and_loses_no_acknowledged_action(
 
     # then a spectator long-poll that nothing will answer (a game nobody plays), a bot's
     # wait for a turn in any game, and an event stream of that game: each asks to wait
-    # the longest a wait may (POLL_S), so one answered before that was cut short by the
-    # SIGTERM, whatever the machine's speed
+    # the longest a wait may, far beyond gunicorn's graceful timeout, so a worker that
+    # held them would be cut off by it (its log line, and no answer) rather than answer
     idle, idle_tokens, _ = new_table(s, seed=5)
     idle_view = call("GET", s.url(f"/games/{idle}")).json()
     answers: dict[str, Any] = {}
-    began: dict[str, float] = {}
     poll_s = 30  # the most a long-poll may ask for (the `timeout` parameter's maximum)
 
     def long_poll() -> None:
-        began["poll"] = time.monotonic()
         r = requests.get(s.url(f"/games/{idle}/turn"),
                          params={"after": idle_view["version"], "timeout": poll_s},
                          timeout=poll_s + 30)
@@ -402,13 +403,11 @@ def test_sigterm_answers_waiters_at_once_and_loses_no_acknowledged_action(
 
     def bot_turns() -> None:  # the seat not in turn waits for a turn in any game
         other = idle_tokens[1 - idle_view["turn"]]
-        began["turns"] = time.monotonic()
         r = requests.get(s.url("/bots/me/turns"), params={"timeout": poll_s},
                          timeout=poll_s + 30, headers={"Authorization": f"Bearer {other}"})
         answers["turns"] = (time.monotonic(), r.status_code, r.json())
 
     def stream() -> None:
-        began["stream"] = time.monotonic()
         with requests.get(s.url(f"/games/{idle}/events"), stream=True,
                           timeout=poll_s + 30) as r:
             text = "".join(chunk for chunk in r.iter_content(None, decode_unicode=True))
@@ -422,18 +421,16 @@ def test_sigterm_answers_waiters_at_once_and_loses_no_acknowledged_action(
 
     sigterm = time.monotonic()
     code = s.stop(signal.SIGTERM)
-    stopped = time.monotonic() - sigterm
     assert code == 0, s.output()[-3000:]
     for th in [*threads, *waiters]:
         th.join(poll_s + 30)
-    # the waiters did not hold the workers to their timeout (nor were they cut off by
-    # gunicorn's graceful timeout: see the log line checked below)
-    assert stopped < poll_s, stopped
+    # the waiters did not hold the workers to their timeout: each was answered after
+    # the SIGTERM, and none was cut off by gunicorn's graceful timeout (the log line
+    # checked below)
     for name in ("poll", "turns", "stream"):
         at, status, _ = answers[name]
         assert status == 200, answers[name]
         assert at >= sigterm, (name, "answered before the SIGTERM")
-        assert at - began[name] < poll_s, (name, at - began[name])  # cut short by SIGTERM
     assert answers["poll"][2]["timed_out"] is True  # nothing happened: the state as it is
     assert answers["poll"][2]["view"]["version"] == idle_view["version"]
     assert answers["turns"][2] == {"timed_out": True, "games": [], "invitations": []}

@@ -30,6 +30,9 @@ import pytest
 
 from service.storage.embedded import find_server_binary, free_port, ping
 
+# each test starts what it needs (no module-wide service): pytest-xdist may run them on
+# different workers (tests/conftest.py)
+SPREAD_OVER_WORKERS = True
 EXPECTED_S = 75  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -501,7 +504,7 @@ def test_worker_count_comes_from_web_concurrency_unless_given(monkeypatch) -> No
     assert importlib.reload(gunicorn_conf).workers == 2
 
 
-# --- house bots (issue 15) ---------------------------------------------------------------
+# --- house bots ---------------------------------------------------------------
 
 
 def _post_json(url: str, body: dict, timeout: float = 5.0) -> tuple[int, dict]:
@@ -532,7 +535,12 @@ def test_serve_runs_the_house_bots_and_a_person_gets_a_game_against_them(serve) 
         "house-random", "house-random-partner", "house-random"]
     assert game["move_limit"] and game["status"] == "active"
     processes = descendants(service.proc.pid)
-    assert any("service.arena.house" in c for c in processes.values()), processes
+    assert any("service.arena.accounts.house" in c for c in processes.values()), processes
+    # the house plays at a lower CPU priority than the web workers (ARENA_HOUSE_NICE)
+    house_pid = next(p for p, c in processes.items() if "service.arena.accounts.house" in c)
+    web_pid = next(p for p, c in processes.items() if "gunicorn" in c)
+    assert os.getpriority(os.PRIO_PROCESS, house_pid) >= \
+        os.getpriority(os.PRIO_PROCESS, web_pid) + 10
 
     # The house bots play their seats: the game moves on without the person until seat 0
     # is to act (the dealer's left begs or stands first, so at least one house move when
@@ -553,7 +561,8 @@ def test_house_bots_can_be_switched_off(serve) -> None:
     assert "house bots off" in service.output()
     status, problem = _post_json(service.url("/house/games"), {"players": 2})
     assert status == 503 and problem["type"] == "/problems/service-unavailable", problem
-    assert not any("service.arena.house" in c for c in descendants(service.proc.pid).values())
+    children = descendants(service.proc.pid).values()
+    assert not any("service.arena.accounts.house" in c for c in children)
     from service.cli.main import build_parser
 
     assert build_parser().parse_args(["serve", "--no-house-bots"]).no_house_bots is True

@@ -6,9 +6,9 @@ then printed a retry warning per thread and "Max retries exceeded" while the por
 gone — some 300 lines and 6.6 s. Now serve stops them first, while the service answers,
 and they leave quietly; then gunicorn drains; then valkey. The test plays a little, sends
 SIGINT to the process group as a terminal does, and asserts behaviour only: exit status
-0 within a generous bound (the ≤ 3 s figure is ``bench/shutdown.py``'s), no warning, error,
-traceback or retry line after the signal, a handful of lines besides the access log's,
-and no child (valkey, gunicorn master and workers, the house process) left alive.
+0 (how quick it is, is ``bench/shutdown.py``'s to measure), no warning, error, traceback
+or retry line after the signal, a handful of lines besides the access log's, and no child
+(valkey, gunicorn master and workers, the house process) left alive.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from tests.test_serve import (  # noqa: F401 (serve is a fixture)
     wait_for,
 )
 
-EXIT_BOUND_S = 20.0  # generous: the measured figure is ~2 s (bench/shutdown.py)
+# How long the test waits for the exit: far beyond what a slow machine takes, so running
+# out of it means "hung", not "slow"
+EXIT_PATIENCE_S = 120.0
 MAX_LINES = 10  # after the signal, besides one access-log line per request still open
 
 
@@ -43,14 +45,12 @@ def test_ctrl_c_exits_quickly_and_quietly_leaving_no_child(serve) -> None:  # no
     wait_for(seated, START_TIMEOUT, f"a house game; answers: {answers[-3:]}")
     time.sleep(2.0)  # the house bots play, then sit in their long-polls
     children = descendants(service.proc.pid)
-    assert any("service.arena.house" in c for c in children.values()), children
+    assert any("service.arena.accounts.house" in c for c in children.values()), children
     assert any("valkey-server" in c for c in children.values()), children
     before = len(service.output().splitlines())
 
     os.killpg(service.proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole group
-    began = time.monotonic()
-    assert service.proc.wait(EXIT_BOUND_S) == 0
-    took = time.monotonic() - began
+    assert service.proc.wait(EXIT_PATIENCE_S) == 0
     wait_for(lambda: not any(alive(pid) for pid in children), 10, "every child to exit")
 
     after = service.output().splitlines()[before:]
@@ -62,4 +62,3 @@ def test_ctrl_c_exits_quickly_and_quietly_leaving_no_child(serve) -> None:  # no
     assert len(said) <= MAX_LINES, "\n".join(after)
     assert "allfours serve: stopped" in after and "embedded valkey-server stopped" in \
         after[-1], "\n".join(after)
-    assert took < EXIT_BOUND_S

@@ -1,6 +1,6 @@
 """``allfours serve`` refuses to start on a bad ``REDIS_URL``, a busy port or a data
 directory it cannot write, with one line that says what is wrong and how to fix it, a
-non-zero exit and no traceback (issue 12). Real subprocesses, as in ``test_serve.py``."""
+non-zero exit and no traceback. Real subprocesses, as in ``test_serve.py``."""
 
 from __future__ import annotations
 

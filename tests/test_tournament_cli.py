@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ from tests.test_serve import (  # serve: a fixture
     stop_process,
 )
 
+# each test starts what it needs (no module-wide service): pytest-xdist may run them on
+# different workers (tests/conftest.py)
+SPREAD_OVER_WORKERS = True
 EXPECTED_S = 55  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,6 +211,28 @@ def test_a_knockout_runs_end_to_end_and_prints_its_bracket(tmp_path: Path) -> No
     assert bad.returncode == 1 and "--rounds is for --format swiss" in bad.stderr
 
 
+def test_command_bots_of_any_language_play_the_built_in_strategies(tmp_path: Path) -> None:
+    """Two --bot-cmd entrants (the Python starter; a command line as any language's) and
+    one built-in: each command started with ARENA_URL and ARENA_TOKEN, playing its games
+    over HTTP to the end, its output in bot-NAME.log; a command that exits ends the run."""
+    out = tmp_path / "cmd.json"
+    starter = ROOT / "clients" / "starters" / "python" / "run"
+    result = run_tournament(
+        ["--bot-cmd", str(starter), "--bot-name", "mine", "--bot-cmd", str(starter),
+         "--bots", "heuristic", "--games", "1", "--players", "2", "--target", "3",
+         "--quiet", "--json-out", str(out)], tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(out.read_text())
+    check_results(doc, entrants=3, games=len(doc["games"]))
+    assert sorted(e["name"] for e in doc["entrants"]) == ["cmd", "heuristic", "mine"]
+    played = {r["bot_name"]: r["played"] for r in doc["standings"]}
+    assert played == {"mine": 2, "cmd": 2, "heuristic": 2}
+    assert (tmp_path / "bot-mine.log").exists() and "mine (command)" in result.stdout
+    dead = run_tournament(["--bot-cmd", "exit 3", "--bots", "random", "--players", "2",
+                           "--quiet", "--move-limit", "5"], tmp_path)
+    assert dead.returncode == 1 and "exited with status 3" in dead.stderr
+
+
 @pytest.fixture
 def running_service(tmp_path: Path, serve) -> tuple[str, str]:  # noqa: F811 (the fixture)
     """``allfours serve`` with an admin token, on its own embedded Redis."""
@@ -243,11 +269,21 @@ def test_tournament_against_a_running_service(tmp_path: Path, running_service) -
     assert len(doc["byes"]) == 2
     assert doc["server"] == url
     assert http_status(url + "/readyz") == 200, "an outside service is left running"
+    # no admin token: the entrants are one owner's bots, which organizes the tournament
+    mine = run_tournament(["--server", url, "--bots", "random,heuristic", "--players", "2",
+                           "--games", "1", "--variant", "target=3", "--quiet",
+                           "--json-out", str(tmp_path / "mine.json")], tmp_path)
+    assert mine.returncode == 0, mine.stderr
+    assert "one owner's bots, which organizes" in mine.stderr
+    tid = json.loads((tmp_path / "mine.json").read_text())["tournament_id"]
+    with urllib.request.urlopen(f"{url}/tournaments/{tid}") as r:
+        t = json.loads(r.read())
+    assert t["organizer"] is not None and t["rated"] is False
 
 
 def test_the_default_rate_limit_lets_the_bundled_runner_play_at_full_speed(
         tmp_path: Path, running_service) -> None:
-    """Issue 12 #3: with the service's DEFAULT limits (``allfours serve`` with no
+    """With the service's DEFAULT limits (``allfours serve`` with no
     ARENA_RATE_LIMIT in its environment), four runners play a 4-player round robin of 8
     games a pairing (48 games) without one 429: not for a bot, not for the CLI's own
     anonymous polling."""

@@ -1,4 +1,4 @@
-"""Issue 16 #5: ``allfours tournament`` refuses what the service would refuse before it
+"""``allfours tournament`` refuses what the service would refuse before it
 starts or registers anything, and says why, option by option. Real subprocesses: the
 command itself, and (for ``--server``) an ``allfours serve`` on the test Redis under a key
 prefix of its own, so the bot accounts it holds can be counted."""
@@ -54,7 +54,8 @@ def served_on_test_redis(tmp_path: Path, key_prefix: str, redis_client,
     token = "tournament-checks-admin"
     process = serve(tmp_path / "unused-data", REDIS_URL=REDIS_URL, ARENA_KEY_PREFIX=key_prefix,
                     ARENA_ADMIN_TOKEN=token, ARENA_LOG_LEVEL="warning",
-                    ARENA_HOUSE_BOTS="0")  # no accounts but the test's
+                    # no accounts but the test's, no tournaments but its (the schedule's)
+                    ARENA_HOUSE_BOTS="0", ARENA_TOURNAMENT_SCHEDULE="[]")
     process.wait_healthy("/readyz")
     return process.url(""), token
 

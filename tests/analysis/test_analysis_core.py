@@ -1,4 +1,4 @@
-"""The post-game analysis (issue 25): shape, determinism, forced plies, marks, honesty.
+"""The post-game analysis: shape, determinism, forced plies, marks, honesty.
 
 Games come from the heuristic bot playing itself; the analysis runs at its "fast"
 quality to keep the tests short (the numbers are coarser, the behaviour the same).
@@ -28,6 +28,7 @@ from service.engine import (
 )
 from service.engine.cards import JACK, cards_of
 from service.engine.play import winning_index
+from service.engine.variants import Variants
 
 EXPECTED_S = 25  # seconds, the whole module: the order workers take it in (tests/conftest.py)
 
@@ -254,3 +255,24 @@ def test_a_valuation_reads_no_hidden_card_R7(players):
         checked += 1
     assert checked >= 10
     assert hindsight_moved
+
+
+@pytest.mark.parametrize("players", [2, 4])
+def test_a_game_to_the_largest_target_is_analysed_R22(players):
+    """The variants allow a target of 1,000 (R22): the search's chance of the game once
+    recursed once per point still needed and failed from a target of about 250; every
+    decision of such a game is valued now, with a chance of winning between 0 and 1."""
+    variants = Variants.from_dict({"target": 1000})
+    state, _ = new_game(players, 5, variants)
+    bot = HeuristicStrategy()
+    actions: list[int] = []
+    while len(actions) < 24:
+        legal = [action_name(a) for a in legal_actions(state)]
+        a = parse_action(bot.choose(seat_view(state, state.turn), legal))
+        actions.append(a)
+        state, _ = apply(state, a)
+    result = analyse(players, 5, {"target": 1000}, actions, quality=FAST)
+    assert result["decisions"]
+    for d in result["decisions"]:
+        for alt in d["alternatives"]:
+            assert 0.0 <= alt["win"] <= 1.0

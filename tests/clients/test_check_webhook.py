@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from service.cli.check_webhook import SITUATIONS, docs_link
+from service.cli.checks.webhook import SITUATIONS, docs_link
 from service.storage.embedded import free_port
 from tests.conftest import missing
 

@@ -1,4 +1,4 @@
-"""The client paces itself by the service's ``RateLimit`` fields (issue 12 #3): it sleeps
+"""The client paces itself by the service's ``RateLimit`` fields: it sleeps
 until the window resets rather than send a request that would get a 429, and still
 honours ``Retry-After`` when one comes."""
 

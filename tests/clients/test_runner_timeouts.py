@@ -1,4 +1,4 @@
-"""Issue 16, defect 1: a running bot is never charged a timeout.
+"""A running bot is never charged a timeout.
 
 Short move limits and many games at once per bot (a tournament of several
 entrants, 8 games a pairing, all of a round's tables in parallel), on the real service
@@ -27,7 +27,7 @@ EXPECTED_S = 45  # seconds, the whole module: the order workers take it in (test
 # defaults): a runner that missed a turn until one of them ended is charged a timeout at
 # any limit below 10 s. A short limit also charges the machine's load instead: a busy
 # 2-core box (CI's four test workers beside a gunicorn service) stalls a process for
-# seconds now and then (issue 26). So the limit is 7 s: a turn missed until the runner's
+# seconds now and then. So the limit is 7 s: a turn missed until the runner's
 # current wait ends goes over it whenever that wait had more than 7 s left, and the
 # defect missed turns in most games, so 48 games still charge it many times; only a
 # stall of 7 s charges load.

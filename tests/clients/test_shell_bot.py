@@ -43,7 +43,7 @@ def test_the_shell_bot_registers_and_plays_a_whole_game_against_a_python_bot(
         assert ArenaClient(live_url, token=me["token"]).me().id == me["id"]
 
         python = ArenaClient(live_url)
-        # the shell bot's owner: seated with it at once (issue 23)
+        # the shell bot's owner: seated with it at once
         game = python.create_game(2, seats=[me["id"], python.register(
             "py-random", owner=me["token"]).id],
                                   variants={"target": 5})

@@ -515,3 +515,32 @@ def test_the_search_reads_only_the_plays_it_is_told_to_R14():
         assert {p.miss for p in sharp if p.seat == k.partner} <= {PLAY_MISS_PARTNER}
         checked += 1
     assert checked >= 10
+
+
+def test_the_chance_of_the_race_needs_no_recursion_for_any_target_R22():
+    """``win_chance`` for every target the variants allow (up to 1,000, R22) with a
+    recursion limit far below it, and equal to the race's recurrence where both can be
+    computed (each point a fair coin: P(a, b) = (P(a-1, b) + P(a, b-1)) / 2)."""
+    import sys
+
+    from clients.strategies import search
+
+    table = [[0.0] * 41 for _ in range(41)]
+    for a in range(41):
+        for b in range(41):
+            table[a][b] = 1.0 if a == 0 else 0.0 if b == 0 else \
+                0.5 * (table[a - 1][b] + table[a][b - 1])
+    search._race.cache_clear()
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100)
+    try:
+        for a in range(41):
+            for b in range(41):
+                assert search._race(a, b) == pytest.approx(table[a][b], abs=1e-12)
+        assert search.win_chance([0, 0], 0, 1000) == pytest.approx(0.5)
+        assert 0.5 < search.win_chance([10, 0], 0, 1000) < 0.6
+        assert search.win_chance([0, 999], 0, 1000) < 1e-100
+        assert search.win_chance([999, 0], 0, 1000) == pytest.approx(1.0)
+    finally:
+        sys.setrecursionlimit(limit)
+        search._race.cache_clear()

@@ -106,8 +106,7 @@ class PythonBots:
 
     def register(self, name: str, owner: str | None = None) -> ArenaClient:
         """A new bot's client: of the owner of the bot with token ``owner``; by default of
-        the owner of this test's first bot (a game naming two of them seats both at once,
-        issue 23)."""
+        the owner of this test's first bot (a game naming two of them seats both at once)."""
         client = ArenaClient(self.url)
         client.register(name, owner=owner or self.owner_token)
         self.owner_token = self.owner_token or client.token
@@ -291,7 +290,7 @@ def _team_may_be_null() -> bool:
 
 
 @pytest.mark.xfail(not _team_may_be_null(), strict=True,
-                   reason="issue 11, defect 2: a tied Game (R20) scores team null, which "
+                   reason="a tied Game (R20) scores team null, which "
                           "openapi.yaml's ScoreItem.team (an integer) does not allow")
 @pytest.mark.timeout(BUILD_TIMEOUT + GAME_TIMEOUT)
 def test_the_typescript_bot_plays_through_a_tied_game_point(

@@ -35,14 +35,23 @@ def client(app):
     return app.test_client()
 
 
+def settle(client: Any) -> None:
+    """The games that have ended have had their consequences (a tournament's next round,
+    a ladder's rating, a validation's verdict): the app's after-finish loop, which runs
+    them off the requests (``service.arena.games.after_finish``), has run every game
+    submitted so far. ``client``: a Flask test client or the app."""
+    app = getattr(client, "application", client)
+    assert app.extensions["arena"].after_finish.settle()
+
+
 class Api:
     """A tiny bot-side wrapper over the Flask test client (names as in openapi.yaml)."""
 
     def __init__(self, client: Any, one_owner: bool = True) -> None:
         self.c = client
         # The test's own bots belong to one owner (the first bot's), so a game that names
-        # several of them seats them at once, as any author's own bots are seated (issue
-        # 23: other owners' bots are invited instead). ``one_owner=False`` (the ladder's
+        # several of them seats them at once, as any author's own bots are seated (other
+        # owners' bots are invited instead). ``one_owner=False`` (the ladder's
         # tests: one owner's bots are never matched) makes each bot an owner of its own.
         self.one_owner = one_owner
         self.owner_token: str | None = None
@@ -95,6 +104,7 @@ class Api:
         for _ in range(limit):
             spectator = self.view(game_id).json
             if spectator["status"] == "finished":
+                settle(self.c)
                 return played
             seat = spectator["turn"]
             v = self.view(game_id, tokens[seat])

@@ -43,12 +43,14 @@ def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def new_page(browser: Any, service: Any, viewport: dict[str, int]) -> Any:
+def new_page(browser: Any, service: Any, viewport: dict[str, int], touch: bool = False) -> Any:
     """A fresh browser tab of ``viewport`` size on the service, in a context of its own
-    (``pg.context``). Page errors and console errors (but the answers the pages handle:
-    409, 422, and the replay page's 403 ``not-a-player`` for a game nobody has asked to
-    analyse) are gathered in ``pg.problems``, for the test to fail on at its end."""
-    context = browser.new_context(viewport=viewport, base_url=service.base)
+    (``pg.context``); ``touch``: a phone's (touch events, a mobile viewport). Page errors
+    and console errors (but the answers the pages handle: 409, 422, and the replay page's
+    403 ``not-a-player`` for a game nobody has asked to analyse) are gathered in
+    ``pg.problems``, for the test to fail on at its end."""
+    context = browser.new_context(viewport=viewport, base_url=service.base,
+                                  has_touch=touch, is_mobile=touch)
     pg = context.new_page()
     pg.set_default_timeout(20_000)
     problems: list[str] = []
@@ -90,6 +92,9 @@ class Service:
             "ARENA_LOBBY_IDLE_S": "8",
             "WEB_CONCURRENCY": "2",
             "ARENA_ANALYSIS_WORKERS": "1",  # the replay page's analysis (test_analysis_page)
+            # the analyser's quick setting: the pages show whatever it says, and a shared
+            # machine computes a game's in seconds rather than a minute
+            "ARENA_ANALYSIS_QUALITY": "fast",
         }
         self.log = log
         self.house: subprocess.Popen[bytes] | None = None
@@ -112,7 +117,7 @@ class Service:
         wait_until(up, 60, "the service to answer /readyz", every=0.2)
         # The house bots, as `allfours serve` runs them: their own process, over HTTP.
         house = self.house = subprocess.Popen(
-            [sys.executable, "-m", "service.arena.house", "--server", self.base],
+            [sys.executable, "-m", "service.arena.accounts.house", "--server", self.base],
             cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -156,7 +161,7 @@ class Api:
         # PYTEST_CURRENT_TEST meanwhile (iterating os.environ then raised KeyError in one)
         self.s.trust_env = False
         # the test's bots are one owner's (the first bot's token): a game that names
-        # several of them seats them at once (issue 23: others' bots are invited)
+        # several of them seats them at once (others' bots are invited)
         self.owner_token: str | None = None
 
     def call(self, method: str, path: str, token: str | None = None, **kw: Any) -> Any:

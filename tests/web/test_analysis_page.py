@@ -1,4 +1,4 @@
-"""Issue 25, shown: the replay page's analysis (every decision marked by colour and symbol
+"""The replay page's analysis (every decision marked by colour and symbol
 with its name for screen readers, the best alternative and the loss beside it, a chart of
 each team's chance to win whose points jump to their decision) and the bot page's average
 loss by decision kind. Chromium at desktop and phone sizes, axe-core clean. The analysis
@@ -7,6 +7,7 @@ is computed by the service's own analysis worker (``gunicorn_conf.when_ready``).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -84,23 +85,27 @@ def test_the_replay_shows_every_decision_marked_and_a_chart_to_jump_with(
         rows = pg.locator("#an-list tbody tr")
         assert rows.count() == len(analysis["decisions"])
         for i, d in enumerate(analysis["decisions"]):
+            assert rows.nth(i).get_attribute("data-move") == str(d["ply"] + 1)  # one numbering
             if d["mark"]:
                 mark = rows.nth(i).locator(f".mark-{d['mark']}")
                 assert mark.locator(".sr-only").inner_text() == d["mark"]
                 symbol = {"inaccuracy": "?!", "mistake": "?", "blunder": "??"}[d["mark"]]
                 assert mark.locator("[aria-hidden=true]").inner_text() == symbol
-        # the chart: a point per decision (each team's), each a button
-        dots = pg.locator("#an-chart circle[role=button]")
-        assert dots.count() == sum(len(v) for v in analysis["teams"].values())
-        # choosing a point goes to its decision: the table just before it
+        # the chart: a point per decision, each at its move; one target to choose with
+        dots = pg.locator("#an-chart circle.an-dot")
+        assert dots.count() == len(analysis["decisions"])
         target = analysis["decisions"][len(analysis["decisions"]) // 2]
-        pg.locator(f"#an-chart circle[data-ply='{target['ply']}']").first.click()
+        move = target["ply"] + 1
+        pg.locator("#an-chart").scroll_into_view_if_needed()
+        dot = pg.locator(f"#an-chart circle[data-move='{move}']").bounding_box()
+        pg.mouse.click(dot["x"] + dot["width"] / 2, dot["y"] + dot["height"] / 2)
+        # choosing a point goes to its decision: the table just after it, explained
         pg.wait_for_function(
-            f"document.getElementById('rp-pos').dataset.ply === '{target['ply']}'")
+            f"() => document.getElementById('rp-pos').dataset.move === '{move}'")
         current = pg.inner_text("#an-current")
-        assert f"ply {target['ply']}" in current and target["chosen"] in current
+        assert f"Move {move}:" in current
         if target["best"] != target["chosen"]:
-            assert target["best"] in current and "loss" in current
+            assert "Better:" in current
         time.sleep(0.3)
         screenshot(pg, f"replay-analysis-{size}", full_page=True)
         bad = axe_violations(pg)
@@ -120,8 +125,11 @@ def test_the_bot_page_shows_its_average_loss_by_decision_kind(browser, service, 
         summary = pg.inner_text("[data-role=analysis-summary]")
         assert "analysed game" in summary
         seat = analysed["analysis"]["seats"]["0"]
-        for kind in seat["by_kind"]:
-            assert pg.locator("#analysis tbody th", has_text=kind).count() >= 1
+        words = {"stand_or_beg": "Stand or beg", "give_one_or_run": "Give one or run the pack",
+                 "play": "Play a card", "lead": "Lead a card", "follow": "Follow to a trick"}
+        for kind in seat["by_kind"]:  # in the site's own words
+            assert pg.locator("#analysis tbody th", has_text=words[kind]).count() >= 1
+        assert not re.search(r"\b1 (inaccuracies|mistakes|blunders)\b", summary), summary
         screenshot(pg, f"bot-analysis-{size}", full_page=True)
         bad = axe_violations(pg)
         assert not bad, "\n".join(json.dumps(v) for v in bad)
@@ -130,10 +138,10 @@ def test_the_bot_page_shows_its_average_loss_by_decision_kind(browser, service, 
         pg.context.close()
 
 
-def test_a_game_nobody_asked_about_says_who_may_ask(browser, service) -> None:
-    """The replay of a finished game that no player has asked to analyse tells its
-    visitor why there is none (a player's token queues it), in the panel's live region
-    (read out by screen readers); nothing is queued by the visit."""
+def test_a_game_nobody_asked_about_offers_review_this_game(browser, service) -> None:
+    """The replay of a finished game that nobody has asked to analyse offers "Review this
+    game" (opening the replay queues nothing); pressed, with no token at all, it asks for
+    the analysis (``POST``), shows the progress and fills the review in."""
     api = Api(service.base)
     made = [api.bot(n) for n in ("Soca", "Parang")]
     with playing(service, made, 30):
@@ -143,13 +151,18 @@ def test_a_game_nobody_asked_about_says_who_may_ask(browser, service) -> None:
     pg = new_page(browser, service, DESKTOP)
     try:
         pg.goto(f"/games/{gid}/replay")
-        pg.locator("#analysis[data-state=unavailable]").wait_for(timeout=60_000)
-        assert pg.inner_text("#an-status") == refused.json()["detail"]
-        assert "token" in pg.inner_text("#an-status")
+        pg.locator("#analysis[data-state=unasked]").wait_for(timeout=60_000)
+        assert pg.inner_text("#an-status") == "This game has not been reviewed yet."
         assert pg.get_attribute("#an-status", "aria-live") == "polite"  # read out, too
+        button = pg.get_by_role("button", name="Review this game")
+        assert button.is_visible()
         bad = axe_violations(pg)
         assert not bad, "\n".join(json.dumps(v) for v in bad)
+        assert api.call("GET", f"/games/{gid}/analysis").status_code == 403  # still nobody's
+        button.click()
+        pg.locator("#analysis[data-state=done]").wait_for(timeout=120_000)
+        assert pg.locator("#an-list tbody tr").count() == len(
+            api.get(f"/games/{gid}/analysis")["decisions"])
         assert not pg.problems, pg.problems
     finally:
         pg.context.close()
-    assert api.call("GET", f"/games/{gid}/analysis").status_code == 403  # still nobody's

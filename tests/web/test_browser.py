@@ -426,7 +426,7 @@ def test_a_person_plays_a_whole_game_against_the_random_bot(page, api, bots):
 
 
 def test_tournament_page_shows_a_cancel_a_withdrawal_and_forfeits(page, api, service):
-    """Issue 16: the status (cancelled), the entrant that left (withdrawn, its forfeits),
+    """The status (cancelled), the entrant that left (withdrawn, its forfeits),
     each forfeited game and each voided one, as the API has them."""
     made = [api.bot(n) for n in ("Tassa", "Chutney", "Calypso", "Kaiso")]
     body = {"name": "stopped cup", "format": "round_robin", "entrants": [b for b, _ in made],

@@ -1,4 +1,4 @@
-"""The ladder in the browser (issue 14): the lobby shows each ladder with who is queued and
+"""The ladder in the browser: the lobby shows each ladder with who is queued and
 its standings, and a bot's page charts its rating game by game — both exactly as the
 public API says (standings, history)."""
 

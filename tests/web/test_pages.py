@@ -61,6 +61,21 @@ def test_browsers_get_the_table_page_at_the_game_url(api, game_id):
     assert r.headers["Content-Type"].startswith("application/json")
 
 
+def test_browsers_get_the_ladder_pages_and_api_clients_json(api):
+    """``/ladders`` in a browser was raw JSON: now a page for people, as ``/ladders/{name}``;
+    every other client keeps the JSON."""
+    for path, marker in (("/ladders", 'data-ladder=""'), ("/ladders/2p", 'data-ladder="2p"')):
+        page = api.call("GET", path, headers={"Accept": BROWSER_ACCEPT})
+        assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+        assert "js/ladder.js" in page.text and marker in page.text
+        assert "Accept" in page.headers["Vary"]
+        for accept in (None, "*/*", "application/json"):
+            r = api.call("GET", path, headers={"Accept": accept} if accept else {})
+            assert r.headers["Content-Type"].startswith("application/json"), (path, accept)
+    r = api.call("GET", "/ladders/2p/standings", headers={"Accept": BROWSER_ACCEPT})
+    assert r.headers["Content-Type"].startswith("application/json")
+
+
 def test_every_static_file_is_served_with_its_type(api):
     types = {".js": "javascript", ".css": "text/css", ".svg": "image/svg+xml"}
     static = [p for p in web_files() if "static" in p.parts]

@@ -1,4 +1,4 @@
-"""A person at the table (issue 15): sitting down in one click against the house bots,
+"""A person at the table: sitting down in one click against the house bots,
 the table before a seat is taken, the token kept and resumed, with a real service, real
 Redis, the house bots playing over HTTP and headless Chromium.
 

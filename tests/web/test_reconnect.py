@@ -1,5 +1,5 @@
 """The spectator page's event stream recovers from a 503 and from a cut, resuming exactly
-(issue 17): the browser's EventSource retries a cut by itself but gives up for good after
+: the browser's EventSource retries a cut by itself but gives up for good after
 a non-200 answer, so the page opens a new one with backoff from the last event it saw.
 
 Playwright routes the page's stream requests: the first is answered 503 (a worker at its

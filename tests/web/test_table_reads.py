@@ -1,4 +1,4 @@
-"""The table reads at a glance (issue 15, points 4–8, 10, 12): real service, real Redis,
+"""The table reads at a glance: real service, real Redis,
 bots acting over HTTP (here: the tests themselves, to reach exact positions), Chromium.
 
 What each page shows is checked against the public API's views.
@@ -194,8 +194,11 @@ def test_the_live_region_reads_every_card_and_the_turn_and_focus_stays_in_the_ha
         page.keyboard.press("Enter")
         page.wait_for_function(f"() => document.body.dataset.version !== '{version}' || "
                                "document.body.dataset.status === 'finished'")
+        # back to the hand; or, the game over, on the result
         wait_until(lambda: page.evaluate(
-            "() => !!document.activeElement.closest('#felt .seat.mine')"), 5,
+            "() => !!document.activeElement.closest('#felt .seat.mine') || "
+            "(document.body.dataset.status === 'finished' && "
+            "document.activeElement.id === 'game-over')"), 5,
             "the focus to come back to the hand")
         said += heard()
     said += heard()

@@ -1,0 +1,6 @@
+"""A broken bot for check-bot's tests: the starter with one fault (see base.py)."""
+
+from base import FAULTS, main
+
+FAULTS["exit_on_409"] = True
+main()
