@@ -20,13 +20,20 @@ deadline for a slow body, the head deadline after a refusal, a poll's own timeou
 and are counted apart.
 
 Prints ONE JSON line: per attack its dict (``attack_*`` below), and the baseline.
+- ``networks``: many addresses, each in a /24 of its own, holding long-polls (the held
+  budget's attack; ``attack_networks``), measured against two honest clients of its own,
+  one kept alive and one opening a connection per request, with their baseline first;
 - ``storage``: bench/abuse_storage.py's attacks on storage (anonymous bots, games and house
   games from one address, then the retention), run as a child with a service of its own.
+- ``house_fresh``, ``farm``, ``analysis_flood``, ``big_analysis``, ``house_search``,
+  ``long_game``, ``storage_rotation``, ``invitations``, ``webhook_share``: one actor with
+  many addresses (bench/abuse_fairness.py, each with a service of its own).
 
 Every attack is a function in ``ATTACKS`` that takes a ``Target`` and returns a dict.
 
     python bench/abuse.py                          # the issue's figures (a few minutes)
     python bench/abuse.py --slow-bodies 400 --streams 400 --polls 400 --hold 12   # quick
+    python bench/abuse.py --attacks networks --baseline 15 --networks-hold 40   # ~80 s
 """
 
 from __future__ import annotations
@@ -68,7 +75,9 @@ from service.storage.embedded import free_port  # noqa: E402
 ATTACKER = "127.0.0.1"
 PLAYER = "127.0.0.2"
 PROBER = "127.0.0.3"
+FRESH = "127.0.0.4"  # the honest client that opens a new connection for every request
 SLOW_PROBE_MS = 100  # the target: /healthz p99 within this
+SLOW_MS = 30  # an honest client's request this slow is listed with its time
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -115,36 +124,68 @@ class Target:
 
 
 class Player:
-    """A second client playing 2-player games, one move after another, from ``PLAYER``:
-    the latency of each action (``POST /games/{id}/actions``) is recorded. Runs in a
-    process of its own (``Apart``): the attacker's loop must not hold its interpreter."""
+    """A second client playing 2-player games, one move after another, from ``source``
+    (``PLAYER``): the latency of each action (``POST /games/{id}/actions``) is recorded.
+    Runs in a process of its own (``Apart``): the attacker's loop must not hold its
+    interpreter.
 
-    def __init__(self, target: Target) -> None:
+    ``fresh``: a new connection for every request (a client behind a proxy that does not
+    keep connections alive, or a script), which meets the worker's connection cap on every
+    request; else two kept-alive connections, which meet it only when one is reopened.
+    ``reads``: a ``GET /games`` before every move too, timed apart. Every answer a
+    connection limit gave (429 ``too-many-connections``, 503 ``over-capacity``) and every
+    request that got no answer is counted in ``refused``."""
+
+    def __init__(self, target: Target, source: str = PLAYER, fresh: bool = False,
+                 reads: bool = False) -> None:
         self.target = target
+        self.source = source
+        self.fresh = fresh
+        self.reads = reads
         self.stop_event: Any = threading.Event()
         self.latencies: list[float] = []
+        self.read_latencies: list[float] = []
         self.failures: Counter[Any] = Counter()
+        self.refused: Counter[str] = Counter()
         self.games = 0
+        self.opened: Any = None  # set (a shared value) once every attacker connection is open
+        self.slow: list[tuple[float, str, float]] = []  # (when, what, ms) over SLOW_MS
 
     def run(self) -> None:
         t = self.target
-        conns = [http.client.HTTPConnection("127.0.0.1", t.port, timeout=30,
-                                            source_address=(PLAYER, 0)) for _ in range(2)]
+        source = self.source
+        conns: list[http.client.HTTPConnection | None] = [None, None] if self.fresh else [
+            http.client.HTTPConnection("127.0.0.1", t.port, timeout=30,
+                                       source_address=(source, 0)) for _ in range(2)]
         plain_call = t.call
 
         def call(method: str, path: str, body: Any = None, token: str | None = None,
                  conn: http.client.HTTPConnection | None = None) -> tuple[int, Any, float]:
             """As a bot does: a keep-alive connection the server closed meanwhile (idle
-            past the head deadline) is opened again and the request sent again."""
+            past the head deadline) is opened again and the request sent again; a
+            refusal of a connection limit is counted, and the request sent again after
+            its ``Retry-After``."""
             for attempt in range(3):
                 try:
-                    return plain_call(method, path, body, token, conn=conn)
-                except (OSError, http.client.HTTPException):
-                    self.failures["reconnected"] += 1
-                    assert conn is not None
-                    conn.close()
+                    status, answer, ms = plain_call(method, path, body, token,
+                                                    source=source, conn=conn)
+                except (OSError, http.client.HTTPException) as exc:
+                    if conn is None:
+                        self.refused[f"{method} {route_of(path)}: {type(exc).__name__}"] += 1
+                    else:
+                        self.failures["reconnected"] += 1
+                        conn.close()
                     if attempt == 2:
                         raise
+                    continue
+                kind = answer.get("type", "") if isinstance(answer, dict) else ""
+                if kind.endswith(("/too-many-connections", "/over-capacity")):
+                    self.refused[f"{method} {route_of(path)}: {status} "
+                                 f"{kind.rsplit('/', 1)[1]}"] += 1
+                    if attempt < 2:
+                        time.sleep(1.0)
+                        continue
+                return status, answer, ms
             raise AssertionError("unreachable")
 
         t = argparse.Namespace(call=call, args=t.args)  # type: ignore[assignment]
@@ -178,6 +219,14 @@ class Player:
                 else:
                     seat = view["seat"]
                 assert view is not None
+                if self.reads:
+                    st, _, ms = t.call("GET", "/games?limit=20", conn=conns[0])
+                    if st == 200:
+                        self.read_latencies.append(ms)
+                        if ms > SLOW_MS:
+                            self.slow.append((time.monotonic() - ms / 1000, "read", ms))
+                    else:
+                        self.failures[f"GET /games {st}"] += 1
                 action = view["legal_actions"][0]
                 st, v, ms = t.call("POST", f"/games/{game['id']}/actions",
                                    {"action": action, "version": view["version"]},
@@ -187,18 +236,41 @@ class Player:
                     view = None
                     continue
                 self.latencies.append(ms)
+                if ms > SLOW_MS:
+                    self.slow.append((time.monotonic() - ms / 1000, "action", ms))
                 time.sleep(t.args.pace)  # a bot's pace, well inside its request budget
                 view = v if v["your_turn"] else None
                 if v["turn"] is None:
                     break
         for c in conns:
-            c.close()
+            if c is not None:
+                c.close()
 
     def figures(self) -> dict[str, Any]:
-        return {"actions": len(self.latencies), "games": self.games,
-                "action_p50_ms": pct(self.latencies, 0.5),
-                "action_p99_ms": pct(self.latencies, 0.99),
-                "failures": dict(self.failures)}
+        out = {"actions": len(self.latencies), "games": self.games,
+               "action_p50_ms": pct(self.latencies, 0.5),
+               "action_p99_ms": pct(self.latencies, 0.99),
+               "failures": dict(self.failures)}
+        if self.reads:
+            out.update({"reads": len(self.read_latencies),
+                        "read_p50_ms": pct(self.read_latencies, 0.5),
+                        "read_p99_ms": pct(self.read_latencies, 0.99)})
+        if self.fresh or self.reads:
+            out["refused"] = sum(self.refused.values())
+            out["refusals"] = dict(self.refused)
+            opened = self.opened.value if self.opened is not None else 0.0
+            # when the slow ones were sent: seconds after the attack's connections were all
+            # open (negative: during the opening burst), what, and how slow
+            out[f"over_{SLOW_MS}ms"] = [(round(when - opened, 1) if opened else None, what,
+                                         round(ms)) for when, what, ms in self.slow][:40]
+        return out
+
+
+def route_of(path: str) -> str:
+    """A path as its route, for counting (``/games/<id>/actions``)."""
+    parts = path.split("?", 1)[0].split("/")
+    return "/".join("<id>" if len(p) == 12 and p.isalnum() and i == 2 else p
+                    for i, p in enumerate(parts))
 
 
 class Prober:
@@ -475,6 +547,290 @@ def _game(target: Target) -> tuple[list[dict[str, Any]], str]:
     return bots, game["id"]
 
 
+class Poll:
+    """One attacker's long-poll connection: its address, its request, what it was told."""
+
+    __slots__ = ("answers", "buf", "kind", "opened", "request", "sock", "source", "status",
+                 "want")
+
+    def __init__(self, source: str, request: bytes) -> None:
+        self.source = source
+        self.request = request
+        self.sock: socket.socket | None = None
+        self.buf = b""
+        self.want = -1  # bytes of the answer still to come (-1: its head is not in yet)
+        self.status: int | None = None  # of the last answer
+        self.kind: str | None = None
+        self.answers = 0
+        self.opened = 0.0
+
+
+def hold_polls(target: Target, polls: list[Poll], seconds: float, reconnect_s: float,
+               opened: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Open every poll's connection and send its request; for ``seconds``, send the poll
+    again on the same connection whenever it is answered 200 (a poll's timeout: it keeps
+    its place), and, with ``reconnect_s`` > 0, open a refused or closed one again after that
+    many seconds (an attacker that retries). Counts every answer by status and type, and
+    how long a refused connection stayed open after its answer."""
+    sel = selectors.DefaultSelector()
+    answers: Counter[str] = Counter()
+    first: Counter[str] = Counter()
+    refused_open: list[float] = []
+    to_open: list[tuple[float, Poll]] = [(0.0, p) for p in polls]
+    refused_at: dict[int, float] = {}
+    failed_connects = 0
+
+    def open_one(p: Poll) -> None:
+        nonlocal failed_connects
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.bind((p.source, 0))
+            sock.settimeout(10)
+            sock.connect(("127.0.0.1", target.port))
+            sock.sendall(p.request)
+            sock.setblocking(False)
+        except OSError:
+            failed_connects += 1
+            sock.close()
+            if reconnect_s > 0:
+                to_open.append((time.monotonic() + reconnect_s, p))
+            return
+        p.sock, p.buf, p.want, p.opened = sock, b"", -1, time.monotonic()
+        sel.register(sock, selectors.EVENT_READ, p)
+
+    def closed(p: Poll, now: float) -> None:
+        assert p.sock is not None
+        sel.unregister(p.sock)
+        p.sock.close()
+        p.sock = None
+        since = refused_at.pop(id(p), None)
+        if since is not None:
+            refused_open.append(now - since)
+        if reconnect_s > 0 and now < until:
+            to_open.append((now + reconnect_s, p))
+
+    until = time.monotonic() + seconds
+    pending, to_open = to_open, []
+    for _, p in pending:
+        open_one(p)
+    opened()
+    while time.monotonic() < until:
+        now = time.monotonic()
+        if to_open:
+            due = [p for when, p in to_open if when <= now]
+            to_open = [(when, p) for when, p in to_open if when > now]
+            for p in due:
+                open_one(p)
+        for key, _ in sel.select(timeout=0.2):
+            p = key.data
+            try:
+                data = p.sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            now = time.monotonic()
+            if not data:
+                closed(p, now)
+                continue
+            p.buf += data
+            while True:
+                if p.want < 0:
+                    head, sep, rest = p.buf.partition(b"\r\n\r\n")
+                    if not sep:
+                        break
+                    p.status = int(head.split(b" ", 2)[1])
+                    length = 0
+                    for line in head.split(b"\r\n")[1:]:
+                        name, _, value = line.partition(b":")
+                        if name.strip().lower() == b"content-length":
+                            length = int(value)
+                    p.buf, p.want = rest, length
+                if len(p.buf) < p.want:
+                    break
+                body, p.buf, p.want = p.buf[:p.want], p.buf[p.want:], -1
+                found = body.find(b'"/problems/')
+                p.kind = body[found + 11:].split(b'"', 1)[0].decode() if found >= 0 else None
+                label = str(p.status) if p.kind is None else f"{p.status} {p.kind}"
+                answers[label] += 1
+                if p.answers == 0:
+                    first[label] += 1
+                p.answers += 1
+                if p.status == 200 and now < until:
+                    with contextlib.suppress(OSError):
+                        p.sock.sendall(p.request)  # the poll again, on the same connection
+                elif p.status != 200:
+                    refused_at[id(p)] = now
+    for p in polls:
+        if p.sock is not None:
+            with contextlib.suppress(Exception):
+                sel.unregister(p.sock)
+            p.sock.close()
+    sel.close()
+    return {"connections": len(polls), "first_answers": dict(first),
+            "answers": dict(answers), "failed_connects": failed_connects,
+            "refused_closed_p50_s": pct(refused_open, 0.5),
+            "refused_closed_max_s": pct(refused_open, 1.0),
+            "refused_left_open": len(refused_at)}
+
+
+class CpuSampler:
+    """The CPU the service's processes use, sampled every ``every`` seconds from
+    ``/proc`` in a thread: per role (``workers``: the gunicorn workers together, ``redis``)
+    the busiest interval's share of one core and when it was (seconds after ``opened``),
+    and the seconds used in all. Tells a latency that is the machine's CPU (a worker near a
+    whole core) from one that is waiting (the workers idle meanwhile)."""
+
+    def __init__(self, root: int, every: float = 0.5) -> None:
+        self.root = root
+        self.every = every
+        self.opened = 0.0
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def roles(self) -> dict[int, str]:
+        out = {}
+        for pid in descendants(self.root):
+            with contextlib.suppress(OSError):
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if b"gunicorn" in cmd:
+                    out[pid] = "gunicorn"
+                elif b"valkey" in cmd or b"redis" in cmd:
+                    out[pid] = "redis"
+        parents = {pid: ppid_of(pid) for pid in out}
+        # a gunicorn whose parent is a gunicorn is a worker; the other is the arbiter
+        return {pid: ("workers" if role == "gunicorn" and out.get(parents[pid]) == "gunicorn"
+                      else "arbiter" if role == "gunicorn" else role)
+                for pid, role in out.items()}
+
+    def run(self) -> None:
+        roles = self.roles()
+        tick = os.sysconf("SC_CLK_TCK")
+        while not self.stop.is_set():
+            used: dict[str, float] = {}
+            for pid, role in roles.items():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    used[role] = used.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+            self.samples.append((time.monotonic(), used))
+            self.stop.wait(self.every)
+
+    def finish(self) -> dict[str, Any]:
+        self.stop.set()
+        self.thread.join(5)
+        out: dict[str, Any] = {}
+        for role in ("workers", "redis"):
+            busiest, at, total = 0.0, None, 0.0
+            for (t0, a), (t1, b) in zip(self.samples, self.samples[1:]):
+                share = (b.get(role, 0.0) - a.get(role, 0.0)) / max(1e-6, t1 - t0)
+                total += b.get(role, 0.0) - a.get(role, 0.0)
+                if share > busiest:
+                    busiest, at = share, t0
+            out[role] = {"busiest_cores": round(busiest, 2),
+                         "busiest_at_s": (round(at - self.opened, 1)
+                                          if at is not None and self.opened else None),
+                         "cpu_s": round(total, 1)}
+        # every interval: (seconds after opened, the workers' cores, Redis' cores)
+        out["series"] = [
+            (round(t0 - self.opened, 1) if self.opened else None,
+             round((b.get("workers", 0.0) - a.get("workers", 0.0)) / max(1e-6, t1 - t0), 2),
+             round((b.get("redis", 0.0) - a.get("redis", 0.0)) / max(1e-6, t1 - t0), 2))
+            for (t0, a), (t1, b) in zip(self.samples, self.samples[1:])]
+        return out
+
+
+def ppid_of(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below ``root``."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            parents[int(entry.name)] = ppid_of(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, pp in parents.items() if pp == parent]
+        found.extend(kids)
+        todo.extend(kids)
+    return found
+
+
+def attack_networks(target: Target) -> dict[str, Any]:
+    """Long-polls from many networks: ``--networks`` addresses (12), each in a /24 of its
+    own (127.10.0.1, 127.11.0.1, ...: loopback answers every 127/8 address), each with
+    ``--bots-per-network`` bots (8, one owner's) holding ``--polls-per-bot`` (110)
+    ``GET /bots/me/turns?timeout=`` each, for ``--networks-hold`` seconds, re-polling
+    whenever a poll is answered (``--reconnect``: a refused one is opened again after that
+    many seconds). Meanwhile two honest clients play and read (``GET /games`` before each
+    move): one on kept-alive connections (``PLAYER``), one opening a new connection for every
+    request (``FRESH``); their baseline is measured first, in the same run, with no attack."""
+    a = target.args
+    sources = [f"127.{10 + i}.0.1" for i in range(a.networks)]
+    polls: list[Poll] = []
+    for source in sources:
+        status, owner, _ = target.call("POST", "/bots", {"name": "net0"}, source=source)
+        assert status == 201, owner
+        tokens = [owner["token"]]
+        for j in range(1, a.bots_per_network):
+            status, bot, _ = target.call("POST", "/bots", {"name": f"net{j}"},
+                                         owner["token"], source=source)
+            assert status == 201, bot
+            tokens.append(bot["token"])
+        for token in tokens:
+            req = (f"GET /bots/me/turns?timeout={a.poll_timeout} HTTP/1.1\r\n"
+                   f"Host: arena\r\nAuthorization: Bearer {token}\r\n\r\n").encode()
+            polls.extend(Poll(source, req) for _ in range(a.polls_per_bot))
+
+    def honest() -> tuple[Apart, Apart]:
+        return (Apart(lambda: Player(target, PLAYER, fresh=False, reads=True)),
+                Apart(lambda: Player(target, FRESH, fresh=True, reads=True)))
+
+    cpu = CpuSampler(target.proc.pid)  # from the baseline on: the service's CPU without
+    kept, fresh = honest()
+    time.sleep(a.baseline)
+    base = {"kept_alive": kept.finish(), "new_connections": fresh.finish()}
+    prober = Apart(lambda: Prober(target, target.args.probe_every))
+    kept, fresh = honest()
+
+    started = time.monotonic()
+
+    def opened() -> None:
+        now = time.monotonic()
+        for part in (prober, kept, fresh):
+            part.opened.value = now
+        cpu.opened = now
+
+    try:
+        out = hold_polls(target, polls, a.networks_hold, a.reconnect, opened)
+    finally:
+        probes = prober.finish()
+        during = {"kept_alive": kept.finish(), "new_connections": fresh.finish()}
+        usage = cpu.finish()
+    out["opening_s"] = round(cpu.opened - started, 1) if cpu.opened else None
+    out["opened_unix"] = round(time.time() - (time.monotonic() - cpu.opened), 1)
+
+    def ratio(name: str, key: str) -> float | None:
+        before, now = base[name].get(key), during[name].get(key)
+        return round(now / before, 2) if before and now else None
+
+    return {"attack": "networks", "networks": a.networks,
+            "polls_per_network": a.bots_per_network * a.polls_per_bot, **out, **probes,
+            "baseline": base, "during": during,
+            "refused_honest": sum(d.get("refused", 0) for d in during.values()),
+            "cpu": usage,
+            "vs_baseline": {name: {"action_p99": ratio(name, "action_p99_ms"),
+                                   "read_p99": ratio(name, "read_p99_ms")}
+                            for name in during}}
+
+
 def attack_storage(target: Target) -> dict[str, Any]:
     """The storage attacks (10,000 anonymous ``POST /bots``, games, 1,000 anonymous
     ``POST /house/games``; then the retention) are bench/abuse_storage.py's: they need a
@@ -493,8 +849,25 @@ ATTACKS: dict[str, Callable[[Target], dict[str, Any]]] = {
     "slow_body": attack_slow_body,
     "streams": attack_streams,
     "polls": attack_polls,
+    "networks": attack_networks,
     "storage": attack_storage,
 }
+
+
+def _fairness(name: str) -> Callable[[Target], dict[str, Any]]:
+    """bench/abuse_fairness.py's attack ``name`` (issue 36: many addresses; each starts a
+    service of its own), with ``--fairness-args`` as its options."""
+    def attack(target: Target) -> dict[str, Any]:
+        from bench import abuse_fairness
+
+        options = (getattr(target.args, "fairness_args", "") or "").split()
+        return abuse_fairness.run([name], abuse_fairness.parser().parse_args(options))[0]
+    return attack
+
+
+ATTACKS.update({name: _fairness(name) for name in (
+    "house_fresh", "farm", "analysis_flood", "big_analysis", "house_search", "long_game",
+    "storage_rotation", "invitations", "webhook_share")})
 
 
 # --- the service ------------------------------------------------------------------------------
@@ -576,10 +949,21 @@ def main(argv: list[str] | None = None) -> None:
                    help="seconds of play without an attack, for the baseline")
     p.add_argument("--slack", type=float, default=2.0,
                    help="seconds past a deadline before a connection has outlived it")
+    p.add_argument("--networks", type=int, default=12,
+                   help="networks: attacking addresses, each in a /24 of its own")
+    p.add_argument("--bots-per-network", type=int, default=8)
+    p.add_argument("--polls-per-bot", type=int, default=110)
+    p.add_argument("--networks-hold", type=float, default=40.0,
+                   help="networks: seconds the polls are held (re-polled when answered)")
+    p.add_argument("--reconnect", type=float, default=0.0,
+                   help="networks: seconds after which a refused poll's connection is "
+                        "opened again (0: never)")
     p.add_argument("--workers", type=int, default=None, help="serve's default: 2")
     p.add_argument("--storage-args", default="",
                    help="options for bench/abuse_storage.py (the storage attack), e.g. "
                         "'--bots 2000 --house-games 200'")
+    p.add_argument("--fairness-args", default="",
+                   help="options for bench/abuse_fairness.py's attacks, e.g. '--hold 20'")
     args = p.parse_args(argv)
     args.body_timeout = float(os.environ.get("ARENA_BODY_TIMEOUT") or BODY_TIMEOUT_S)
     names = [n for n in args.attacks.split(",") if n]
@@ -587,7 +971,8 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         p.error(f"unknown attacks: {unknown}")
 
-    need = max(args.slow_bodies, args.streams, args.polls) + 1024
+    need = max(args.slow_bodies, args.streams, args.polls,
+               args.networks * args.bots_per_network * args.polls_per_bot) + 1024
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < need:
         resource.setrlimit(resource.RLIMIT_NOFILE,
@@ -598,9 +983,10 @@ def main(argv: list[str] | None = None) -> None:
         target = start(Path(tmp_dir), args.workers, {})
         target.args = args
         try:
-            player = Apart(lambda: Player(target))
-            time.sleep(args.baseline)
-            target.baseline = player.finish()
+            if any(n in ("slow_body", "streams", "polls") for n in names):
+                player = Apart(lambda: Player(target))  # (networks measures its own)
+                time.sleep(args.baseline)
+                target.baseline = player.finish()
             results = [ATTACKS[name](target) for name in names]
             output = target.log.read_text(errors="replace")
             out = {"bench": "abuse", "command": " ".join(["python", "bench/abuse.py",

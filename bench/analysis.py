@@ -7,9 +7,10 @@ Modes (each prints one JSON line):
     python bench/analysis.py --worth [--pairs 60]          # analysis-best player vs search
 
 * cost: CPU seconds (``time.process_time``, one core) to analyse a 2-player and a 4-player
-  14-point game of the heuristic bot against itself, the bytes of the stored analysis
-  (compact JSON), and analyses per second with 1 and 2 worker processes (wall time, the
-  same games; on a shared machine the 2-worker figure is only as good as the idle core).
+  14-point game of the heuristic bot against itself, the bytes of the analysis as compact
+  JSON and as stored (zlib-compressed, ``queue.pack_result``), and analyses per second
+  with 1 and 2 worker processes (wall time, the same games; on a shared machine the
+  2-worker figure is only as good as the idle core).
 * stability: the decisions of one game valued with two sampling seeds: the mean and the
   largest difference of an action's expected margin, and how often the best action agrees
   (a decision whose two best are within the inaccuracy threshold counts as agreeing when
@@ -41,6 +42,7 @@ from clients.strategies import HeuristicStrategy, RandomStrategy, SearchStrategy
 from clients.strategies.duel import duplicate_pair
 from service.analysis import QUALITIES, THRESHOLDS, analyse
 from service.analysis.core import decisions_of, ranked, value_decision
+from service.arena.analyses.queue import pack_result
 from service.engine import OVER, action_name, apply, legal_actions, new_game, parse_action
 from service.engine.views import seat_view
 
@@ -75,13 +77,14 @@ def cost(quality: str, seed: int) -> dict:
         start = time.process_time()
         result = analyse(players, seed, None, actions, quality=quality)
         cpu = time.process_time() - start
-        size = len(json.dumps(result, separators=(",", ":")))
+        text = json.dumps(result, separators=(",", ":"))
         out[f"{players}p"] = {
             "cpu_s": round(cpu, 2),
             "plies": len(actions),
             "decisions": len(result["decisions"]),
             "cpu_ms_per_decision": round(1000 * cpu / len(result["decisions"]), 1),
-            "bytes": size,
+            "bytes": len(text),
+            "stored_bytes": len(pack_result(text)),
         }
     jobs = [(2, seed + i, heuristic_game(2, seed + i), quality) for i in range(4)]
     for workers in (1, 2):

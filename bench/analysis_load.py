@@ -119,7 +119,7 @@ def analysis_workers(pid: int) -> list[int]:
                 line = (Path("/proc") / str(child) / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"--worker" in line and b"service.arena.analyses" in line:
+            if b"--worker" in line and b"service.arena.analyses.worker" in line:
                 found.append(child)
     return found
 
@@ -146,6 +146,7 @@ def main() -> None:
                 "ARENA_KEY_PREFIX": "bench:", "ARENA_RATE_LIMIT": "0",
                 "ARENA_OWNERS_PER_NETWORK": "0", "ARENA_QUOTA_GAMES": "0",
                 "ARENA_QUOTA_CLIENT_GAMES": "0", "ARENA_QUOTA_BOTS": "0",
+                "ARENA_NEW_ACCOUNTS_PER_MINUTE": "0", "ARENA_NEW_GAMES_PER_MINUTE": "0",
                 "ARENA_ANALYSIS_WORKERS": str(args.analysis_workers)})
             r = redis.Redis(host=HOST, port=redis_port)
             four = bots(port, 4)

@@ -1,6 +1,7 @@
-"""How long ``allfours check-bot`` takes per bot, and how many requests each bot sends.
+"""How long ``allfours check-bot`` takes per bot and per situation, and how many requests
+each bot sends.
 
-    python bench/check_bot.py [--bots project,python,javascript,typescript,go,ruby,webhook]
+    python bench/check_bot.py [--bots project,python,javascript,typescript,go,ruby,java,cpp,webhook]
 
 (``project`` is the project's runner with the random strategy; ``heuristic`` and
 ``search`` are its other strategies; ``webhook`` and ``webhook-node`` are the example
@@ -8,9 +9,10 @@ webhook bots, clients/examples/webhook_bot.py and .mjs, checked with ``--webhook
 
 Runs the whole check (every situation) once per bot, one after another, on this machine,
 and prints one JSON line: per bot, the seconds the check took (service start, the bot's
-own start — a Go build or a TypeScript compile included —, the three games, the stop),
-whether it passed, and its requests per move as check-bot counted them. A bot whose
-toolchain is missing is left out (``"skipped"``).
+own start — a Go, Java or C++ build or a TypeScript compile included —, the games, the
+stop), the seconds of each situation (the span of its games: games run side by side, so
+these overlap), whether it passed, and its requests per move as check-bot counted them. A
+bot whose toolchain is missing is left out (``"skipped"``).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[0] = str(ROOT)  # the project, not bench/ (its http.py would shadow the stdlib's)
 STARTERS = ROOT / "clients" / "starters"
 TOOLS = {"python": "python3", "javascript": "node", "typescript": "npm", "go": "go",
-         "ruby": "ruby"}
+         "ruby": "ruby", "java": "javac", "cpp": "g++"}
 PROJECT = (f"{sys.executable} -m service.cli.main bot --strategy random "
-           '--server "$ARENA_URL" --token "$ARENA_TOKEN" --log-level warning')
+           '--server "$ARENA_URL" --token "$ARENA_TOKEN" --log-level warning '
+           "--accept-from '*'")
 
 
 STRATEGIES = {"project": "random", "heuristic": "heuristic", "search": "search"}
@@ -69,6 +72,8 @@ def check(bot: str) -> dict[str, object]:
                      if s["situation"] == "requests_per_move"), None)
     return {"seconds": round(seconds, 1), "passed": data.get("passed", False),
             "failed": [s["situation"] for s in data.get("situations", []) if not s["passed"]],
+            "cause": (data.get("cause") or {}).get("situation"),
+            "situations": {s["situation"]: s.get("seconds") for s in data.get("situations", [])},
             "requests_per_move": per_move}
 
 

@@ -428,6 +428,7 @@ class Service:
                 # thousands of bots and games from one address: the creation quotas off
                 "ARENA_QUOTA_BOTS": "0", "ARENA_QUOTA_GAMES": "0",
                 "ARENA_QUOTA_CLIENT_GAMES": "0",
+                "ARENA_NEW_ACCOUNTS_PER_MINUTE": "0", "ARENA_NEW_GAMES_PER_MINUTE": "0",
                 "ARENA_ACCESS_LOG": "0", "ARENA_LOG_LEVEL": "warning",
                 "ARENA_WORKER_CONNECTIONS": str(args.worker_connections), **settings})
             wait_until(lambda: len(children(self.gunicorn.pid)) == args.workers, 30, "workers")

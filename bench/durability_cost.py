@@ -21,7 +21,7 @@ from pathlib import Path
 # the repository, not bench/ (its http.py would shadow the standard library's http)
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from service.arena.games import Arena  # noqa: E402
+from service.arena.games.commands import Arena  # noqa: E402
 from service.storage.redis_client import connect  # noqa: E402
 from service.storage.store import Store  # noqa: E402
 

@@ -144,6 +144,7 @@ def main() -> None:
         env = {**os.environ, "REDIS_URL": cluster.url, "ARENA_HOUSE_BOTS": "0",
                "ARENA_RATE_LIMIT": "0", "ARENA_LOG_LEVEL": "warning",
                "ARENA_QUOTA_GAMES": "0", "ARENA_QUOTA_CLIENT_GAMES": "0",  # games non-stop
+               "ARENA_NEW_ACCOUNTS_PER_MINUTE": "0", "ARENA_NEW_GAMES_PER_MINUTE": "0",
                "ARENA_KEY_PREFIX": f"failover:{uuid.uuid4().hex[:8]}:"}
         if args.durability == "replica":
             env["ARENA_DURABILITY"] = "replica"

@@ -223,13 +223,15 @@ def start_redis(workdir: Path, maxclients: int | None = None
 
 
 # Every load these benchmarks make comes from one address (loopback), thousands of streams
-# and polls of a few bots: the caps per client and per bot (service.http.connections) are
-# off here, as the rate limit is, so that what is measured is the service's cost, not its
-# refusals (bench/abuse.py measures those, with the caps on).
+# and polls of a few bots: the caps per client, per network and per bot
+# (service.http.connections) are off here, as the rate limit is, so that what is measured
+# is the service's cost, not its refusals (bench/abuse.py measures those, with the caps
+# on). The worker's held budget stays: it bounds any deployment, as its connection cap does.
 ONE_ADDRESS_LOAD = {
     "ARENA_STREAMS_PER_CLIENT": "0", "ARENA_STREAMS_PER_BOT": "0",
     "ARENA_POLLS_PER_CLIENT": "0", "ARENA_POLLS_PER_BOT": "0",
     "ARENA_SPECTATOR_SHARE": "0", "ARENA_CLIENT_SHARE": "0",
+    "ARENA_HELD_NETWORK_SHARE": "0",
 }
 
 

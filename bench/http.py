@@ -72,6 +72,12 @@ divides the two. ``ARENA_DURABILITY=replica`` in the environment applies to the 
 side only (its cost per action, against the single Redis without it). The floor and
 bytes-per-game phases are not run in this mode.
 
+Conditional GET: ``--pollers N`` adds N spectators to the play phase, each polling its
+table's ``GET /games/{id}`` every ``--poll-interval`` seconds with the last ETag it got in
+``If-None-Match`` (``--if-none-match off``: without it). ``polls`` reports the share of
+polls answered 304 and the p50 latency of a 200 and of a 304. The instructions a 304
+costs against a 200: ``bench/http_cost.py --mode conditional``.
+
 Prints one JSON line. Targets (issue 3) on this 2-core machine: ratio >= 0.6,
 p99 < 50 ms at 32 players, wake_p99_ms <= 10, <= 8 KB per live and <= 16 KB per
 finished 4-player game.
@@ -139,6 +145,7 @@ def start_service(
         # the creation quotas stay on as deployed too (their count is measured), out of reach
         "ARENA_QUOTA_BOTS": str(10**9), "ARENA_QUOTA_GAMES": str(10**9),
         "ARENA_QUOTA_CLIENT_GAMES": str(10**9),
+        "ARENA_NEW_ACCOUNTS_PER_MINUTE": "0", "ARENA_NEW_GAMES_PER_MINUTE": "0",
         "ARENA_LOG_LEVEL": "warning",
         "ARENA_RETRY_GRACE": str(BENCH_RETRY_GRACE_S),
         "ARENA_OWNERS_PER_NETWORK": "0",  # benches register many bots from one machine
@@ -357,12 +364,45 @@ def play_game(
         shared.last_action = t1
 
 
+def poller(port: int, table: Table, shared: Shared, interval: float, conditional: bool,
+           out: dict[str, list[float]]) -> None:
+    """A spectator polling its table's game view every ``interval`` seconds, sending the
+    last ETag it got in ``If-None-Match`` (``conditional``): each answer's latency goes
+    into ``out["200"]`` or ``out["304"]``."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=POLL_S + 5)
+    etag, seen = None, None
+    while shared.deadline is None or time.monotonic() < shared.deadline:
+        gid = table.game_id
+        if gid is None:
+            time.sleep(interval)
+            continue
+        headers = {"If-None-Match": etag} if conditional and etag and seen == gid else {}
+        t0 = time.perf_counter()
+        try:
+            conn.request("GET", f"/games/{gid}", headers=headers)
+            resp = conn.getresponse()
+            resp.read()
+        except (http.client.HTTPException, OSError):
+            conn.close()
+            conn = http.client.HTTPConnection(HOST, port, timeout=POLL_S + 5)
+            continue
+        took = time.perf_counter() - t0
+        if resp.status in (200, 304):
+            out[str(resp.status)].append(took)
+            etag, seen = resp.headers.get("ETag"), gid
+        time.sleep(interval)
+    conn.close()
+
+
 def play_phase(
     port: int | list[int],
     bots: list[dict[str, Any]],
     seconds: float | None,
     games: int | None,
     act_wait: bool = True,
+    pollers: int = 0,
+    poll_interval: float = 0.05,
+    conditional: bool = True,
 ) -> dict[str, Any]:
     # with several instances, the seats of a table use different instances (seat s of
     # table t: instance (t + s) mod N), so every wake-up crosses instances through Redis
@@ -375,6 +415,12 @@ def play_phase(
                                               act_wait), daemon=True)
         for n, t in enumerate(tables)
         for s in range(4)
+    ]
+    polls: dict[str, list[float]] = {"200": [], "304": []}
+    threads += [
+        threading.Thread(target=poller, args=(ports[0], tables[n % len(tables)], shared,
+                                              poll_interval, conditional, polls), daemon=True)
+        for n in range(pollers)
     ]
     for t in threads:
         t.start()
@@ -396,6 +442,7 @@ def play_phase(
         "games_finished": shared.games_finished,
         "errors": shared.errors,
         "requests": next(shared.requests),
+        "polls": polls,
     }
 
 
@@ -715,6 +762,12 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=3, help="cluster masters (--cluster)")
     parser.add_argument("--replicas", type=int, default=1,
                         help="replicas per master (--cluster)")
+    parser.add_argument("--pollers", type=int, default=0,
+                        help="spectators polling their table's GET /games/{id} during the "
+                        "play phase, each every --poll-interval seconds")
+    parser.add_argument("--poll-interval", type=float, default=0.05)
+    parser.add_argument("--if-none-match", choices=["on", "off"], default="on",
+                        help="pollers send the last ETag in If-None-Match (on) or not (off)")
     args = parser.parse_args()
     if args.players < 4 or args.players % 4:
         parser.error("--players must be a positive multiple of 4")
@@ -754,7 +807,8 @@ def main() -> None:
                 for pid in procs["gunicorn"]
             ]  # fmt: skip
             load = os.getloadavg()[0]
-            played = play_phase(port, bots, seconds, args.games, not args.no_act_wait)
+            played = play_phase(port, bots, seconds, args.games, not args.no_act_wait,
+                                args.pollers, args.poll_interval, args.if_none_match == "on")
             for spy in spies:
                 spy.wait(30)
             stats1 = r.info("stats")
@@ -835,6 +889,16 @@ def main() -> None:
             "finished_bytes": sizes["finished"] <= TARGETS["finished_bytes_max"],
         },
     }
+    if args.pollers:
+        polls = played["polls"]
+        n = len(polls["200"]) + len(polls["304"])
+        result["polls"] = {
+            "pollers": args.pollers, "interval_s": args.poll_interval,
+            "if_none_match": args.if_none_match == "on", "requests": n,
+            "share_304": round(len(polls["304"]) / max(1, n), 3),
+            "p50_ms_200": round(pct(polls["200"], 0.5) * 1000, 2) if polls["200"] else None,
+            "p50_ms_304": round(pct(polls["304"], 0.5) * 1000, 2) if polls["304"] else None,
+        }
     if played["errors"]:
         print("errors (first 5):", *played["errors"][:5], sep="\n  ", file=sys.stderr)
         if log_tail:

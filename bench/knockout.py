@@ -2,7 +2,7 @@
 reading it costs (the bracket and the standings are derived on every read, never stored).
 
 64 entrants and the most games per pairing the size limit allows with every tiebreak game
-counted (``service.http.schemas.tournaments.size_errors``: (64 − 1) × (11 + 4) ≤ 1000), made even
+counted (``service.http.tournaments.schemas.size_errors``: (64 − 1) × (11 + 4) ≤ 1000), made even
 (10), so that a match can be level (with an odd number of games it cannot). Every match
 is played out with made-up results in which every other match is level after its regular
 games, and half of those after the first tiebreak pair too (the most tiebreak games a
@@ -27,10 +27,11 @@ from pathlib import Path
 # the repository, in place of bench/ (whose http.py would hide the standard library's)
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from service.arena import knockout, ratings  # noqa: E402
-from service.arena.pairing import planned_games  # noqa: E402
-from service.arena.standings import standings  # noqa: E402
-from service.arena.tournaments import Tournaments  # noqa: E402
+from service.arena.core import ratings  # noqa: E402
+from service.arena.tournaments import knockout  # noqa: E402
+from service.arena.tournaments.pairing import planned_games  # noqa: E402
+from service.arena.tournaments.service import Tournaments  # noqa: E402
+from service.arena.tournaments.standings import standings  # noqa: E402
 
 
 def build(n: int, g: int) -> dict:

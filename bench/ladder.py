@@ -101,10 +101,13 @@ def main() -> None:
     env = {**os.environ, "REDIS_URL": args.redis, "ARENA_KEY_PREFIX": prefix,
            "ARENA_RATE_LIMIT": "0", "ARENA_HOUSE_BOTS": "0", "ARENA_ACCESS_LOG": "0",
            "ARENA_QUOTA_BOTS": "0",  # --bots per round, every round, from one address
+           "ARENA_NEW_ACCOUNTS_PER_MINUTE": "0", "ARENA_NEW_GAMES_PER_MINUTE": "0",
            "ARENA_LOG_LEVEL": "warning", "PYTHONPATH": str(ROOT),
            # the bots are owners of their own (a ladder never matches one owner's),
            # all from this machine: no per-network cap on owners
-           "ARENA_OWNERS_PER_NETWORK": "0"}
+           "ARENA_OWNERS_PER_NETWORK": "0",
+           # owners made a moment ago: established at once, so their games are rated
+           "ARENA_ESTABLISHED_AGE": "0"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "service.cli.main", "serve", "--port", str(port),
          "--workers", str(args.workers), "--data-dir", "/tmp/bench-ladder-unused"],

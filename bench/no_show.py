@@ -1,4 +1,4 @@
-"""What the absence rules cost a tournament pass, offline (``service.arena.tournament_control``).
+"""What the absence rules cost a tournament pass, offline (``service.arena.tournaments.control``).
 
 Every ``advance`` pass (after each finished game, and every ``REPAIR_S`` seconds from each
 sweeper) reads the live games; where an entrant has not yet made a move of its own, or a
@@ -26,7 +26,7 @@ from pathlib import Path
 # the repository, in place of bench/ (whose http.py would hide the standard library's)
 sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
-from service.arena.tournament_control import own_moves  # noqa: E402
+from service.arena.tournaments.control import own_moves  # noqa: E402
 from service.engine import Variants, apply, legal_actions, new_game  # noqa: E402
 from service.storage.store import Game  # noqa: E402
 

@@ -24,8 +24,8 @@ from pathlib import Path
 # the repository, not bench/ (whose http.py would shadow the standard library's)
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from service.arena import rating_migration  # noqa: E402
-from service.arena.pairing import round_robin_rounds  # noqa: E402
+from service.arena.migrations import ratings as rating_migration  # noqa: E402
+from service.arena.tournaments.pairing import round_robin_rounds  # noqa: E402
 from service.http.app import create_app  # noqa: E402
 
 

@@ -71,7 +71,7 @@ def summarize(load: str, log: list[tuple[float, str, str]]) -> dict[str, Any]:
     bots = []
     for rows in per.values():
         times = sorted(t for t, _ in rows)
-        acts = sum(1 for _, n in rows if n == "postGamesGameIdActions")
+        acts = sum(1 for _, n in rows if n == "act")
         span = max(times[-1] - times[0], 1e-9)
         by_op: dict[str, int] = defaultdict(int)
         for _, n in rows:

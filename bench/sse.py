@@ -1,7 +1,9 @@
 """Server-sent spectating at scale: one game watched by many spectators while bots play.
 
-    python bench/sse.py [--spectators 1000] [--tables 4] [--think 0.1] [--seconds 15]
-                        [--workers 2] [--base REV | --no-base] [--gc-pauses]
+    python bench/sse.py [--spectators 1000] [--addresses 125] [--tables 4] [--think 0.1]
+                        [--seconds 15] [--workers 2] [--worker-connections N]
+                        [--base REV | --no-base] [--head REV] [--gc-pauses]
+    python bench/sse.py --spectators 5000 --workers 4 --worker-connections 4000 --no-base
 
 For each version of the code under test — a copy of ``--base`` (default ``main``: the
 code before this bench's changes, extracted with ``git archive`` into a temporary
@@ -18,7 +20,11 @@ machine, one after the other:
    CPU (utime + stime from ``/proc/<pid>/stat``).
 3. **With spectators**: a new game at table 0 (the watched one) gets ``--spectators``
    event streams (``GET /games/{id}/events``, opened 100 at a time before its first move),
-   then the bots play it to the end while the other tables play on. The spectators are
+   then the bots play it to the end while the other tables play on. The spectators come
+   from ``--addresses`` loopback addresses (127.100.0.1, 127.100.1.1, ...: each a /24 of
+   its own, as a final's viewers come from many networks; 1,000 from 125 is 8 each), with
+   the per-client and per-network connection caps as deployed, so every refusal counts
+   (``--addresses 0``: all from 127.0.0.1, those caps lifted). The spectators are
    plain asyncio connections spread over ``--client-procs`` processes (default 2), on
    uvloop when it is installed (``pip install -e '.[bench]'``), each a ``Protocol`` that
    only looks at the event ids of what arrives: an HTTP client library's parsing would
@@ -31,6 +37,12 @@ machine, one after the other:
    duplicated against the full game; the bots' action p99 (to compare with step 2); and
    **worker CPU per spectator per move**: the workers' CPU during the watched game, minus
    what the same number of moves cost in step 2, over (watched moves x spectators).
+   **The service's own figure** (``server_fanout_ms``, from ``/metrics`` scraped before
+   and after the watched game): ``allfours_fanout_seconds``, each move's commit to its
+   last write in each worker, p50/p99 as bucket upper bounds; ``server_stages_ms`` the
+   same up to each stage (heard, woken, known, replayed, first and last write), and
+   ``server_writes_ms`` the writes' wall and CPU time: where the time goes.
+   ``healthz_during``: ``GET /healthz`` every 50 ms meanwhile.
 4. **Why players slow down** (both phases): ``contention_*`` gives each party's CPU per
    second (the workers, Redis, the bots, the spectator clients, and ``other``: what the
    rest of the machine used meanwhile, from ``/proc/stat``) and the milliseconds per
@@ -88,9 +100,11 @@ from bench.harness import (  # noqa: E402
     stop,
     thread_runqueue_s,
 )
+from service.http.connections import DEFAULTS  # noqa: E402
 
-TARGETS = {"last_p99_ms_max": 50, "cuts_max": 0, "non_200_max": 0,
-           "cpu_us_per_spectator_move_max": 20, "action_p99_ratio_max": 1.5}
+TARGETS = {"last_p99_ms_max": 100, "server_fanout_p99_ms_max": 50, "cuts_max": 0,
+           "non_200_max": 0, "cpu_us_per_spectator_move_max": 20,
+           "action_p99_ratio_max": 1.5}
 ID_RE = re.compile(rb"id: (\d+)\.(\d+)\n")
 pct = functools.partial(harness.pct, digits=3)
 
@@ -117,11 +131,28 @@ def base_copy(rev: str, into: Path) -> Path:
 
 
 def start_service(code: Path, redis_port: int, workers: int, log: Path,
-                  gc_log: Path | None = None) -> tuple[subprocess.Popen[bytes], int]:
+                  gc_log: Path | None = None, caps: bool = False,
+                  worker_connections: int = 0) -> tuple[subprocess.Popen[bytes], int]:
+    """The service; with ``caps`` the per-client and per-network connection caps as
+    deployed (``service.http.connections.DEFAULTS``: spectators from many addresses must
+    all be admitted), else lifted as for any one-address load (``harness.ONE_ADDRESS_LOAD``).
+    ``worker_connections``: each worker's connection cap, when not the deployed one."""
     probe = {} if gc_log is None else harness.gc_probe(gc_log, code)
+    limits = {k: str(DEFAULTS[k]) for k in harness.ONE_ADDRESS_LOAD} if caps else {}
+    if worker_connections:
+        limits["ARENA_WORKER_CONNECTIONS"] = str(worker_connections)
     return harness.start_service(redis_port, workers, log, {
         "ARENA_KEY_PREFIX": "ssebench:", "ARENA_RATE_LIMIT": "0", "ARENA_ACCESS_LOG": "0",
-        "ARENA_LOG_LEVEL": "warning", **probe}, code)
+        "ARENA_LOG_LEVEL": "warning", **limits, **probe}, code)
+
+
+def source_addresses(n: int) -> list[str | None]:
+    """``n`` loopback source addresses for the spectators, each in a /24 of its own (the
+    held budget's per-network share counts a /24 once: a final's viewers come from many
+    networks); ``[None]`` (the kernel's choice, 127.0.0.1) when ``n`` is 0."""
+    if n <= 0:
+        return [None]
+    return [f"127.{100 + i // 256}.{i % 256}.1" for i in range(n)]
 
 
 # --- bots (a process of their own) -----------------------------------------------------------
@@ -306,7 +337,8 @@ class Spectator(asyncio.Protocol):
 
 
 async def spectate(port: int, game_id: str, n: int, ready: Any, go: Any,
-                   seconds: float) -> dict[str, Any]:
+                   seconds: float, addresses: list[str | None]) -> dict[str, Any]:
+    """``n`` spectators, the i-th from ``addresses[i % len(addresses)]``."""
     loop = asyncio.get_running_loop()
     arrivals: dict[int, list[float]] = {}
     req = (f"GET /games/{game_id}/events HTTP/1.1\r\nHost: {HOST}\r\n"
@@ -314,8 +346,10 @@ async def spectate(port: int, game_id: str, n: int, ready: Any, go: Any,
     specs: list[Spectator] = []
     for start in range(0, n, 100):
         batch = [Spectator(req, arrivals) for _ in range(start, min(n, start + 100))]
-        await asyncio.gather(*(loop.create_connection(lambda s=s: s, HOST, port)
-                               for s in batch), return_exceptions=True)
+        sources = [addresses[i % len(addresses)] for i in range(start, start + len(batch))]
+        await asyncio.gather(*(loop.create_connection(
+            lambda s=s: s, HOST, port, local_addr=None if a is None else (a, 0))
+            for s, a in zip(batch, sources)), return_exceptions=True)
         specs += batch
         await asyncio.sleep(0.05)
     deadline = time.monotonic() + 30
@@ -338,11 +372,11 @@ async def spectate(port: int, game_id: str, n: int, ready: Any, go: Any,
 
 
 def spectators_process(port: int, game_id: str, n: int, ready: Any, go: Any, seconds: float,
-                       results: Any) -> None:
+                       addresses: list[str | None], results: Any) -> None:
     """A share of the spectators, on uvloop when it is installed (the bench note in
     pyproject.toml): the client shares the 2 cores with the service, and asyncio's own
     loop spends about 28 us per stream per move (``client_cpu_ms_per_move``)."""
-    results.put(run_client(spectate(port, game_id, n, ready, go, seconds)))
+    results.put(run_client(spectate(port, game_id, n, ready, go, seconds, addresses)))
 
 
 def run_client(coro: Any) -> Any:
@@ -386,30 +420,130 @@ class Spectated:
 
 
 def spectated_phase(port: int, tables: list[dict[str, Any]], n: int, procs: int,
-                    think: float, seconds: float, parties: dict[str, list[int]]
-                    ) -> dict[str, Any]:
+                    think: float, seconds: float, parties: dict[str, list[int]],
+                    addresses: list[str | None]) -> dict[str, Any]:
     ctx = mp.get_context("fork")
     ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     shares = [n // procs + (1 if i < n % procs else 0) for i in range(procs)]
+    # each process its own addresses, so that every address has the same number of streams
     clients = [ctx.Process(target=spectators_process, daemon=True,
-                           args=(port, tables[0]["game"], k, ready, go, seconds, results))
-               for k in shares if k]
+                           args=(port, tables[0]["game"], k, ready, go, seconds,
+                                 addresses[i::procs] or addresses, results))
+               for i, k in enumerate(shares) if k]
     for c in clients:
         c.start()
     for _ in clients:
         ready.get(timeout=120)
     time.sleep(1.0)  # the backlog delivered
     before, played_at = usage(parties), time.time()
+    scraped = scrape(port)
+    probes = HealthProbe(port)
     t0 = time.monotonic()
     go.set()
     result = play(port, tables, think, seconds, {0})
     elapsed = time.monotonic() - t0
     used = usage(parties, before)
+    probed = probes.stop()
+    time.sleep(2 * 1.0 + 0.5)  # every worker's metrics flushed (``service.metrics.FLUSH_S``)
+    server = fanout_figures(scraped, scrape(port))
     parts = [results.get(timeout=seconds + 120) for _ in clients]
     for c in clients:
         c.join(10)
     return {"result": result, "seen": Spectated(parts), "cpu": used["gunicorn"][0],
-            "used": used, "elapsed": elapsed, "played_at": played_at}
+            "used": used, "elapsed": elapsed, "played_at": played_at, "server": server,
+            "healthz": probed}
+
+
+# --- the server's own figures --------------------------------------------------------------
+
+BUCKET_RE = re.compile(r'^(allfours_fanout(?:_stage|_write)?_seconds)_bucket\{([^}]*)\} (\S+)$')
+
+
+def scrape(port: int) -> dict[tuple[str, str], dict[float, float]]:
+    """The fan-out histograms of ``/metrics`` (every worker's, summed): (metric, stage) ->
+    {upper bound: cumulative count}. Empty for a version of the service without them."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    out: dict[tuple[str, str], dict[float, float]] = {}
+    for line in text.splitlines():
+        m = BUCKET_RE.match(line)
+        if m is None:
+            continue
+        labels = dict(kv.split("=", 1) for kv in m.group(2).split(","))
+        le = labels["le"].strip('"')
+        stage = labels.get("stage", labels.get("kind", '""')).strip('"')
+        out.setdefault((m.group(1), stage), {})[float(le)] = float(m.group(3))
+    return out
+
+
+def bucket_quantile(counts: dict[float, float], q: float) -> float | None:
+    """The upper bound (ms) of the bucket holding the ``q`` quantile: a histogram's
+    quantile is known to its bucket, and the upper bound never flatters."""
+    total = counts.get(float("inf"), 0.0)
+    if total <= 0:
+        return None
+    for bound in sorted(counts):
+        if counts[bound] >= q * total:
+            return round(bound * 1000, 1)
+    return None
+
+
+def fanout_figures(before: dict[tuple[str, str], dict[float, float]],
+                   after: dict[tuple[str, str], dict[float, float]]) -> dict[str, Any]:
+    """The watched game's fan-out as the service measured it (``allfours_fanout_seconds``,
+    its stages and its writes' wall and CPU time, between two scrapes): observations (a
+    move in a worker with streams of it) and p50/p99 in ms, as bucket upper bounds; None
+    from a service without them."""
+    if not after:
+        return {"server_fanout_ms": None, "server_stages_ms": None, "server_writes_ms": None}
+    figures: dict[str, Any] = {}
+    for (metric, stage), counts in after.items():
+        old = before.get((metric, stage), {})
+        diff = {b: c - old.get(b, 0.0) for b, c in counts.items()}
+        figures[stage or "fanout"] = {"n": int(diff.get(float("inf"), 0)),
+                                      "p50": bucket_quantile(diff, 0.5),
+                                      "p99": bucket_quantile(diff, 0.99)}
+    fanout = figures.pop("fanout", None)
+    order = ("heard", "woken", "known", "replayed", "first_write", "last_write")
+    return {"server_fanout_ms": fanout,
+            "server_stages_ms": {k: figures[k] for k in order if k in figures},
+            "server_writes_ms": {k: figures[k] for k in ("wall", "cpu") if k in figures}
+            or None}
+
+
+class HealthProbe:
+    """``GET /healthz`` every 50 ms on a connection of its own while the watched game is
+    played: spectators must not starve the probes."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.times: list[float] = []
+        self.failures = 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        while not self.done.wait(0.05):
+            t0 = time.perf_counter()
+            try:
+                status, _ = request(self.port, "GET", "/healthz", timeout=5)
+            except (OSError, http.client.HTTPException):
+                status = 0
+            if status == 200:
+                self.times.append((time.perf_counter() - t0) * 1000)
+            else:
+                self.failures += 1
+
+    def stop(self) -> dict[str, Any]:
+        self.done.set()
+        self.thread.join(10)
+        return {"n": len(self.times), "failures": self.failures,
+                "p50_ms": pct(self.times, 0.5), "p99_ms": pct(self.times, 0.99)}
 
 
 def usage(parties: dict[str, list[int]], since: dict[str, tuple[float, float]] | None = None
@@ -454,7 +588,8 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
     try:
         gc_log = tmp / "gc" if args.gc_pauses else None
         gunicorn, port = start_service(code, redis_port, args.workers, tmp / f"{name}.log",
-                                       gc_log)
+                                       gc_log, caps=args.addresses > 0,
+                                       worker_connections=args.worker_connections)
         time.sleep(1.0)
         workers = children(gunicorn.pid)
         parties = {"gunicorn": workers, "redis": [redis_proc.pid]}
@@ -481,7 +616,7 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
         # with spectators on a new game at table 0
         tables[0]["game"] = new_game(port, tables[0]["bots"], 7)
         seen = spectated_phase(port, tables, args.spectators, args.client_procs, args.think,
-                               args.max_seconds, parties)
+                               args.max_seconds, parties, source_addresses(args.addresses))
         watched, others = seen["result"]["watched"], seen["result"]["others"]
         spec: Spectated = seen["seen"]
         commits: dict[int, float] = {ply: v for (_, ply), v in watched["commits"].items()}
@@ -502,6 +637,7 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
         out = {
             "code": name,
             "spectators": args.spectators,
+            "addresses": args.addresses,
             "workers": args.workers,
             "watched_moves": watched["moves"],
             "watched_seconds": round(seen["elapsed"], 2),
@@ -509,6 +645,9 @@ def measure(code: Path, name: str, args: argparse.Namespace, tmp: Path) -> dict[
             "move_to_first_ms": {"p50": pct(first, 0.5), "p99": pct(first, 0.99)},
             "move_to_median_ms": {"p50": pct(median, 0.5), "p99": pct(median, 0.99)},
             "move_to_last_ms": {"p50": pct(last, 0.5), "p99": pct(last, 0.99)},
+            # the service's own: commit -> last write, per move and worker, and its stages
+            **seen["server"],
+            "healthz_during": seen["healthz"],
             "moves_heard_by_all": sum(1 for p in commits
                                       if len(spec.arrivals.get(p, [])) == args.spectators),
             "cuts": sum(1 for st, over in zip(spec.status, spec.over) if st == 200 and not over),
@@ -566,10 +705,19 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=120,
                         help="cap on the watched game's length")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--worker-connections", type=int, default=0,
+                        help="each worker's connection cap (ARENA_WORKER_CONNECTIONS), "
+                        "when not the deployed one")
+    parser.add_argument("--addresses", type=int, default=125,
+                        help="loopback source addresses the spectators come from, each a "
+                        "/24 of its own, with the per-client and per-network caps as "
+                        "deployed; 0: all from 127.0.0.1 with those caps lifted")
     parser.add_argument("--client-procs", type=int, default=2,
                         help="processes the spectators are spread over")
     parser.add_argument("--base", default="main", help="the code before (a git revision)")
     parser.add_argument("--no-base", action="store_true", help="measure this checkout only")
+    parser.add_argument("--head", default=None, help="measure this git revision as the code "
+                        "after, not the checkout as it is (its tree extracted like --base's)")
     parser.add_argument("--gc-pauses", action="store_true",
                         help="log the workers' garbage collections (bench/gcprobe) and "
                         "report them per phase")
@@ -581,7 +729,11 @@ def main() -> None:
         if not args.no_base:
             (tmp / "base").mkdir()
             versions.append(("base", base_copy(args.base, tmp / "base")))
-        versions.append(("head", ROOT))
+        if args.head:
+            (tmp / "headcode").mkdir()
+            versions.append(("head", base_copy(args.head, tmp / "headcode")))
+        else:
+            versions.append(("head", ROOT))
         for name, code in versions:
             (tmp / name / "run").mkdir(parents=True, exist_ok=True)
             row = measure(code, name, args, tmp / name / "run")
@@ -594,6 +746,8 @@ def main() -> None:
         "targets": TARGETS,
         "head_meets": {
             "last_p99_ms": (head["move_to_last_ms"]["p99"] or 1e9) <= TARGETS["last_p99_ms_max"],
+            "server_fanout_p99_ms": ((head["server_fanout_ms"] or {}).get("p99") or 1e9)
+            <= TARGETS["server_fanout_p99_ms_max"],
             "cuts": head["cuts"] <= TARGETS["cuts_max"],
             "non_200": head["non_200_spectators"] + head["non_200_players"]
             <= TARGETS["non_200_max"],

@@ -57,7 +57,7 @@ from werkzeug.serving import make_server  # noqa: E402
 
 from bench.harness import HOST, stop, wait_until  # noqa: E402
 from clients.examples import webhook_bot  # noqa: E402
-from service.arena.callbacks import DEFAULTS as CALLBACK_DEFAULTS  # noqa: E402
+from service.arena.webhooks.callbacks import DEFAULTS as CALLBACK_DEFAULTS  # noqa: E402
 from service.cli.serve import gunicorn_command  # noqa: E402
 from service.storage.embedded import die_with_parent, find_server_binary, free_port, ping  # noqa: E402
 from service.storage.wakeups import game_message  # noqa: E402
