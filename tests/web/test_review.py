@@ -300,8 +300,9 @@ def test_keyboard_only_start_play_review_and_jump_between_mistakes(browser, serv
                    "the focus on the review once it is ready")
         analysis = api.get(f"/games/{game_id}/analysis")
         marked = [d["ply"] + 1 for d in analysis["decisions"] if d["mark"]]
-        # (in simulation, every one of 130 such games, at the "fast" quality the service
-        # runs here, had marks: a failure says how this one ended and what it held)
+        # (a game played this poorly has marks at the "fast" quality the service runs
+        # here, as simulations of the same play showed: a failure says how this one ended
+        # and what it held)
         assert marked, ("a game played this badly has marked moves",
                         api.get(f"/games/{game_id}").get("ended"),
                         len(analysis["decisions"]), analysis["quality"])
