@@ -70,6 +70,7 @@ from service.arena.tournaments.starting import (
     ADMIN,
     ATTEMPTS,
     REGISTERING,
+    StartedMeanwhile,
     Starting,
 )
 from service.engine import Variants
@@ -474,12 +475,17 @@ class Registration(Starting):
                           "withdraw it")
 
         def change(doc: dict[str, Any]) -> bool:
+            if doc["status"] != REGISTERING:
+                raise StartedMeanwhile  # its games name the entrant now: it withdraws instead
             if not any(e["bot_id"] == bot for e in doc["entrants"]):
                 raise Problem("not-found", f"bot {bot} is not an entrant of this tournament")
             doc["entrants"] = [e for e in doc["entrants"] if e["bot_id"] != bot]
             return True
 
-        out = self._change_registering(tid, change)
+        try:
+            out = self._change_registering(tid, change)
+        except StartedMeanwhile:
+            return control.withdraw(self.t, tid, bot, caller)
         self.r.srem(self.bot_key(bot), tid)
         return out
 

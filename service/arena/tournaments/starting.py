@@ -36,7 +36,7 @@ HOUSE_ORDER = ("heuristic", "search", "random", "heuristic:partner", "search:par
                "random:partner")
 
 
-class _Started(Exception):
+class StartedMeanwhile(Exception):
     """The registering tournament has started meanwhile."""
 
 
@@ -206,14 +206,14 @@ class Starting:
 
         def change(d: dict[str, Any]) -> bool:
             if d["status"] != REGISTERING:
-                raise _Started
+                raise StartedMeanwhile
             d.update(status=control.CANCELLED, finished=int(time.time()), reason=why)
             doc.update(d)
             return True
 
         try:
             self._change_registering(tid, change)
-        except _Started:
+        except StartedMeanwhile:
             return False
         pipe = self.r.pipeline(transaction=False)
         if keep_s > 0:

@@ -418,6 +418,36 @@ def test_arena_entrants_that_met_last_meet_again_only_once_both_have_waited():
                      alone=False) == [("a", "c"), ("b", "d")]
 
 
+def test_an_entrant_leaving_as_the_tournament_starts_withdraws_and_stays_an_entrant(
+        app, client, monkeypatch):
+    """The leave read the tournament as registering, and it started before the leave's
+    transaction: the entrant is not taken off a tournament whose games name it, it
+    withdraws (its games forfeited, ``withdrawn`` in the standings)."""
+    _, org_token = owner(client)
+    a, a_token = owner(client)
+    _b, b_token = owner(client)
+    t = organize(client, org_token, conditions={"validated": False}, rounds=1,
+                 games_per_pairing=1)
+    for token in (a_token, b_token):
+        assert enter(client, t["id"], token).status_code == 201
+    reg = registration(app)
+    seen_before_start = reg.t.doc(t["id"])
+    assert seen_before_start["status"] == "registering"
+    started = client.post(f"/tournaments/{t['id']}/start", headers=auth(org_token)).json
+    assert started["status"] == "running"
+    real_doc = reg.t.doc
+    stale = iter([seen_before_start])
+    monkeypatch.setattr(reg.t, "doc", lambda tid: next(stale, None) or real_doc(tid))
+    r = client.post(f"/tournaments/{t['id']}/entrants/{a}/withdraw", headers=auth(a_token))
+    assert r.status_code == 200, r.json
+    monkeypatch.undo()
+    t = client.get(f"/tournaments/{t['id']}").json
+    row = next((e for e in t["entrants"] if e["bot_id"] == a), None)
+    assert row is not None and row["status"] == "withdrawn", t["entrants"]
+    games = [g for rnd in t["rounds"] for g in rnd["games"] if a in g["teams"]]
+    assert games and all(a in (g["forfeit"] or ()) for g in games), games
+
+
 def test_an_organizer_sees_no_more_of_a_live_hand_than_a_spectator(app, client):
     _, org_token = owner(client)
     _a, a_token = owner(client)
