@@ -16,7 +16,9 @@ between them (``--repeat`` each), so the host's drift falls on both alike.
     python bench/advance.py [--base /tmp/base-advance] [--repeat 2] [--rounds 4]
 
 Prints one JSON line: per tree (``after``; ``before`` with ``--base``) the number of
-ending and other moves and the p50/p99 of each, in ms, and ``ending_over_other_p50``.
+ending and other moves and the p50/p99 of each, in ms, the p50 of each kind's time to its
+commit and after it (``updated_at`` in the answer splits a move), and
+``ending_over_other_p50``.
 Target: ``after``'s ending moves answer like its other moves, within noise.
 """
 
@@ -54,7 +56,10 @@ def settings(prefix: str) -> dict[str, str]:
     }  # fmt: skip
 
 
-def bot(port: int, token: str, done: threading.Event, out: list[tuple[bool, float]],
+Move = tuple[bool, float, float, float]  # ends a game?, seconds, to its commit, after it
+
+
+def bot(port: int, token: str, done: threading.Event, out: list[Move],
         lock: threading.Lock) -> None:
     """An instant bot: the first legal action of every turn, timed per POST."""
     c = Client(port, token)
@@ -68,26 +73,30 @@ def bot(port: int, token: str, done: threading.Event, out: list[tuple[bool, floa
             view = json.loads(data)
             if status != 200 or not view["your_turn"]:
                 continue
-            start = time.perf_counter()
+            start, sent = time.perf_counter(), time.time()
             status, data = c.request("POST", f"/games/{gid}/actions",
                                      {"action": view["legal_actions"][0],
                                       "version": view["version"]})
-            took = time.perf_counter() - start
+            took, answered = time.perf_counter() - start, time.time()
             if status == 200:
+                got = json.loads(data)
+                # the commit's time (the service's clock, this machine's) splits the move
+                # into the part before its commit and the part after
+                commit = got["updated_at"]
                 with lock:
-                    out.append((json.loads(data)["status"] == "finished", took))
+                    out.append((got["status"] == "finished", took, commit - sent,
+                                answered - commit))
 
 
-def swiss(port: int, bots: list[dict[str, Any]], rounds: int, seed: int
-          ) -> list[tuple[bool, float]]:
-    """One Swiss of ``bots`` to its end; every timed move (ends a game?, seconds)."""
+def swiss(port: int, bots: list[dict[str, Any]], rounds: int, seed: int) -> list[Move]:
+    """One Swiss of ``bots`` to its end; every timed move (``Move``)."""
     admin = Client(port, ADMIN)
     t = admin.json("POST", "/tournaments", {
         "entrants": [b["id"] for b in bots], "format": "swiss", "rounds": rounds,
         "games_per_pairing": 2, "parallel": 2 * ENTRANTS, "seed": seed,
         "variants": {"target": 3}}, expect=201)
     done, lock = threading.Event(), threading.Lock()
-    out: list[tuple[bool, float]] = []
+    out: list[Move] = []
     threads = [threading.Thread(target=bot, args=(port, b["token"], done, out, lock),
                                 daemon=True) for b in bots]
     for th in threads:
@@ -105,13 +114,17 @@ def swiss(port: int, bots: list[dict[str, Any]], rounds: int, seed: int
     return out
 
 
-def summary(moves: list[tuple[bool, float]]) -> dict[str, Any]:
-    ending = [s * 1000 for e, s in moves if e]
-    other = [s * 1000 for e, s in moves if not e]
-    out: dict[str, Any] = {"ending_moves": len(ending), "other_moves": len(other)}
-    for name, values in (("ending", ending), ("other", other)):
-        out[f"{name}_p50_ms"] = round(pct(values, 0.5) or 0.0, 2)
-        out[f"{name}_p99_ms"] = round(pct(values, 0.99) or 0.0, 2)
+def summary(moves: list[Move]) -> dict[str, Any]:
+    out: dict[str, Any] = {"ending_moves": sum(1 for m in moves if m[0]),
+                           "other_moves": sum(1 for m in moves if not m[0])}
+    for name, ending in (("ending", True), ("other", False)):
+        mine = [m for m in moves if m[0] == ending]
+        took = [m[1] * 1000 for m in mine]
+        out[f"{name}_p50_ms"] = round(pct(took, 0.5) or 0.0, 2)
+        out[f"{name}_p99_ms"] = round(pct(took, 0.99) or 0.0, 2)
+        out[f"{name}_to_commit_p50_ms"] = round(pct([m[2] * 1000 for m in mine], 0.5) or 0.0, 2)
+        out[f"{name}_after_commit_p50_ms"] = round(
+            pct([m[3] * 1000 for m in mine], 0.5) or 0.0, 2)
     out["ending_over_other_p50"] = round(out["ending_p50_ms"] / out["other_p50_ms"], 2) \
         if out["other_p50_ms"] else None
     return out
@@ -128,7 +141,7 @@ def main() -> int:
     redis_proc, redis_port = start_redis(work)
     trees = {"after": ROOT, **({"before": args.base.resolve()} if args.base else {})}
     procs, ports, players = [], {}, {}
-    moves: dict[str, list[tuple[bool, float]]] = {name: [] for name in trees}
+    moves: dict[str, list[Move]] = {name: [] for name in trees}
     try:
         for name, code in trees.items():
             proc, port = start_service(redis_port, args.workers, work / f"{name}.log",
