@@ -19,7 +19,7 @@ import pytest
 from service.arena.webhooks.calls import CallResult
 from service.http.app import create_app
 from tests.conftest import REDIS_URL
-from tests.service.conftest import ADMIN_TOKEN, Api
+from tests.service.conftest import ADMIN_TOKEN, Api, settle
 from tests.service.games.test_retries_and_waiting import _parse_sse
 
 ALLOWED = "127.0.0.2"  # the one network webhooks may call here (nothing is called)
@@ -57,7 +57,8 @@ def finished(app) -> list[str]:
 
 @pytest.fixture
 def hooked(app) -> list[str]:
-    """The ids of the games the after-finish hooks heard (``Arena.on_finish``)."""
+    """The ids of the games the after-finish hooks heard (``Arena.on_finish``). The hooks
+    run in the process's after-finish loop, after the request: read it after ``settle``."""
     seen: list[str] = []
     app.extensions["arena"].on_finish.append(lambda game: seen.append(game.id))
     return seen
@@ -164,6 +165,7 @@ def test_a_withdrawal_forfeits_the_live_game_and_every_reading_agrees(app, api, 
     for bot in (leaver, stayer):
         end = heard(app, bot)["end"]
         assert end["view"]["ended"] == view["ended"]
+    settle(app)
     assert gid in finished and gid in hooked  # the tournament's own hook, analysis...
     detail = api.c.get(f"/tournaments/{t['id']}").json
     [slot] = [s for rd in detail["rounds"] for s in rd["games"] if s["game_id"] == gid]
@@ -177,6 +179,7 @@ def test_a_cancelled_tournament_voids_its_live_game(app, api, finished, hooked):
     assert r.status_code == 200, r.json
     reads_the_same(api, gid, bots[0][1], "void", None, [])
     assert heard(app, bots[0][0])["end"]["view"]["ended"]["reason"] == "void"
+    settle(app)
     assert gid in finished and gid in hooked
 
 
@@ -196,6 +199,7 @@ def test_a_suspension_forfeits_the_ladder_game_and_the_history_agrees(app, api, 
     winner = seats.index(honest)
     view = reads_the_same(api, gid, bots[honest], "forfeit", winner, [cheat], why="suspended")
     assert heard(app, honest)["end"]["view"]["ended"] == view["ended"]
+    settle(app)
     assert gid in finished and gid in hooked
     for bot, won in ((honest, True), (cheat, False)):
         [row] = api.c.get(f"/ladders/2p/bots/{bot}/history").json["items"]
@@ -299,4 +303,5 @@ def test_a_disqualification_forfeits_the_live_game(app, api, finished, hooked):
     view = reads_the_same(api, gid, token, "forfeit", seats.index(other), [late],
                           why="disqualified")
     assert heard(app, late)["end"]["view"]["ended"] == view["ended"]
+    settle(app)
     assert gid in finished and gid in hooked
