@@ -32,6 +32,7 @@ import pytest
 
 from service.http.connections import held_cap, held_network_cap
 from tests.conftest import REDIS_URL
+from tests.test_connections import read_answer
 from tests.test_serve import Serve, kill_leftovers, wait_for
 
 EXPECTED_S = 30  # seconds, the whole module
@@ -102,23 +103,8 @@ def poll(port: int, token: str, source: str, timeout: int = 30) -> socket.socket
 
 def answer(sock: socket.socket) -> tuple[int, dict[str, str], Any]:
     """The answer on ``sock`` (Content-Length framed): (status, headers, JSON body)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        more = sock.recv(65536)
-        if not more:
-            raise AssertionError(f"closed before an answer: {data!r}")
-        data += more
-    head, _, rest = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip()
-               for k, _, v in (line.partition(":") for line in lines[1:])}
-    length = int(headers.get("content-length", "0"))
-    while len(rest) < length:
-        more = sock.recv(65536)
-        if not more:
-            break
-        rest += more
-    return int(lines[0].split()[1]), headers, json.loads(rest[:length]) if length else None
+    status, headers, body = read_answer(sock)
+    return status, headers, json.loads(body) if body else None
 
 
 def metrics_text(port: int) -> str:
